@@ -1,0 +1,11 @@
+"""jaxstream: online learning of data-stream summaries in JAX."""
+from ._core import (ChunkedResult, StreamLearner, init_streams, run_stream, run_stream_chunked,
+                    run_streams)
+from . import datasets, geometry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "StreamLearner", "ChunkedResult", "run_stream", "run_streams", "init_streams",
+    "run_stream_chunked", "datasets", "geometry",
+]

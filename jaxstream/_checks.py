@@ -1,0 +1,72 @@
+"""Host-side input validation shared by every learner.
+
+Checks run on concrete (NumPy or committed JAX) arrays before anything is
+traced. Inside `jit` nothing can raise on values, so the traced code paths
+follow the documented policies of `run_stream` instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+
+def is_concrete(x) -> bool:
+    """True when `x` holds values (not a tracer)."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 0,
+                 allow_nonfinite: bool = False) -> jnp.ndarray:
+    """Validate a (n, d) array of points and return it as a JAX array.
+
+    Args:
+      x: array-like of shape (n, d).
+      name: name used in error messages.
+      dim: expected d, or None to accept any d >= 1.
+      min_rows: smallest acceptable n.
+      allow_nonfinite: when False, NaN or inf raise (only checked for concrete
+        inputs).
+
+    Returns:
+      `x` as a floating JAX array of shape (n, d).
+
+    Raises:
+      ValueError: on a wrong rank, dimension, too few rows or non-finite
+        values.
+    """
+    if is_concrete(x):
+        x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.floating):
+            x = x.astype(jnp.zeros(()).dtype if x.dtype.kind in "iub" else np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {tuple(x.shape)}")
+    if x.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one column (d >= 1); got shape {tuple(x.shape)}")
+    if dim is not None and x.shape[1] != dim:
+        raise ValueError(f"{name} has dimension d={x.shape[1]} but the learner state has d={dim}")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows; got {x.shape[0]}")
+    if is_concrete(x) and not allow_nonfinite:
+        bad = ~np.isfinite(np.asarray(x)).all(axis=1)
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            raise ValueError(
+                f"{name} has {idx.size} row(s) with NaN or inf (first at index {idx[0]}); "
+                "drop them, or pass nonfinite='skip' to run_stream to mask them out")
+    return jnp.asarray(x)
+
+
+def check_point(x, dim: int, name: str = "x") -> None:
+    """Static (trace-time) shape check of one observation of shape (d,)."""
+    if x.ndim != 1 or x.shape[0] != dim:
+        raise ValueError(f"{name} must have shape ({dim},) to match the learner state; got {tuple(x.shape)}")
+
+
+def check_capacity(value: int, name: str, minimum: int = 1) -> int:
+    """Validate a static capacity (a Python int >= minimum)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a Python int (it is a static capacity); got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+    return int(value)

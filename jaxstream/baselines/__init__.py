@@ -1,0 +1,1 @@
+"""Baselines the learners are compared with (batch or simpler online methods)."""
