@@ -2,10 +2,13 @@
 from ._core import (ChunkedResult, StreamLearner, init_streams, run_stream, run_stream_chunked,
                     run_streams)
 from . import datasets, geometry
+from . import principal_curves
+from .principal_curves import SLPC, slpc
 
 __version__ = "0.1.0"
 
 __all__ = [
     "StreamLearner", "ChunkedResult", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "datasets", "geometry",
+    "principal_curves", "slpc", "SLPC",
 ]
