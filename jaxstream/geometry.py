@@ -47,8 +47,8 @@ def segment_mask(n_vertices: Array, capacity: int) -> Array:
 
 def _all_segment_sq_dist(points, vertices, n_vertices):
     d2, t = segment_sq_dist(points[..., :, None, :], vertices[..., None, :-1, :], vertices[..., None, 1:, :])
-    mask = segment_mask(n_vertices, vertices.shape[-2])
-    return jnp.where(mask, d2, jnp.inf), t
+    mask = jnp.arange(vertices.shape[-2] - 1) < (jnp.asarray(n_vertices)[..., None] - 1)
+    return jnp.where(mask[..., None, :], d2, jnp.inf), t
 
 
 def polyline_sq_dist(points: Array, vertices: Array, n_vertices: Array) -> Array:
@@ -58,12 +58,13 @@ def polyline_sq_dist(points: Array, vertices: Array, n_vertices: Array) -> Array
       points: (..., n, d).
       vertices: (..., V, d) vertex capacity V; leading axes broadcast with
         `points` (e.g. a leading candidate axis).
-      n_vertices: int (or broadcastable array) number of active vertices, >= 2.
+      n_vertices: number of active vertices (>= 2): an int, or an int array
+        with the leading (batch) shape of `vertices`.
 
     Returns:
       (..., n) squared distances (the slpc loss Δ(f, x)).
     """
-    d2, _ = _all_segment_sq_dist(points, vertices, jnp.asarray(n_vertices)[..., None, None])
+    d2, _ = _all_segment_sq_dist(points, vertices, n_vertices)
     return jnp.min(d2, axis=-1)
 
 
@@ -108,7 +109,7 @@ def soft_polyline_sq_dist(points: Array, vertices: Array, n_vertices: Array, tem
     ``-τ·log Σ_j exp(-d_j/τ)``: differentiable everywhere in the vertices,
     never above the exact value, and within τ·log(#segments) of it.
     """
-    d2, _ = _all_segment_sq_dist(points, vertices, jnp.asarray(n_vertices)[..., None, None])
+    d2, _ = _all_segment_sq_dist(points, vertices, n_vertices)
     return -temperature * jax.nn.logsumexp(-d2 / temperature, axis=-1)
 
 

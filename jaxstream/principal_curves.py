@@ -736,7 +736,7 @@ def exhaustive_ftpl(key, xs, vertices, n_vertices, params: Params, *, max_segmen
     T, d = xs.shape
     vertices = jnp.asarray(vertices, xs.dtype)
     n_vertices = jnp.asarray(n_vertices)
-    ll = geometry.polyline_sq_dist(xs[None], vertices, n_vertices[:, None])  # (F, T)
+    ll = geometry.polyline_sq_dist(xs[None], vertices, n_vertices)  # (F, T)
     h = penalty((n_vertices - 1).astype(xs.dtype), geometry.polyline_length(vertices, n_vertices),
                 max_segments, d, params)
     z = jax.random.exponential(key, h.shape, xs.dtype)

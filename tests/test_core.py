@@ -1,0 +1,155 @@
+"""Stream drivers: prequential scan, masks, vmapping, chunking, validation."""
+from typing import NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxstream as js
+
+
+class MeanState(NamedTuple):
+    mean: jax.Array
+    n: jax.Array
+    params: jax.Array
+
+
+class MeanInfo(NamedTuple):
+    loss: jax.Array
+    noise: jax.Array
+
+
+def mean_learner():
+    """Running mean with a key-dependent nudge (so keys matter)."""
+    def init(key, x0, params=None):
+        return MeanState(x0.mean(0), jnp.asarray(x0.shape[0], x0.dtype), jnp.asarray(1.0) if params is None else params)
+
+    def update(key, s, x):
+        loss = jnp.sum((x - s.mean) ** 2) * s.params
+        noise = 1e-3 * jax.random.normal(key)
+        n = s.n + 1
+        return MeanState(s.mean + (x - s.mean) / n + noise, n, s.params), MeanInfo(loss, noise)
+
+    return js.StreamLearner(init, update, lambda s, x: s.mean, lambda s, x: jnp.sum((x - s.mean) ** 2),
+                            jnp.asarray(1.0))
+
+
+def np_reference(key, xs, x0, params=1.0, offset=0):
+    mean, n, losses = x0.mean(0), x0.shape[0], []
+    for t, x in enumerate(xs):
+        losses.append(params * ((x - mean) ** 2).sum())
+        noise = float(1e-3 * jax.random.normal(jax.random.fold_in(key, offset + t)))
+        n += 1
+        mean = mean + (x - mean) / n + noise
+    return mean, np.array(losses)
+
+
+@pytest.fixture
+def data():
+    return np.random.default_rng(0).normal(size=(60, 3)).astype(np.float32)
+
+
+def test_run_stream_is_prequential_and_matches_loop(data):
+    L = mean_learner()
+    key = jax.random.key(3)
+    st, tr = js.run_stream(L, key, data[5:], L.init(key, data[:5]))
+    ref_mean, ref_losses = np_reference(key, data[5:], data[:5])
+    np.testing.assert_allclose(tr, ref_losses, rtol=1e-5)
+    np.testing.assert_allclose(st.mean, ref_mean, rtol=1e-5, atol=1e-6)
+
+
+def test_trace_options(data):
+    L = mean_learner()
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    _, info = js.run_stream(L, key, data[5:], s0, trace="info")
+    assert isinstance(info, MeanInfo) and info.loss.shape == (55,)
+    _, none = js.run_stream(L, key, data[5:], s0, trace=None)
+    assert none == ()
+    _, custom = js.run_stream(L, key, data[5:], s0, trace=lambda s, x, i: s.mean)
+    assert custom.shape == (55, 3)
+    np.testing.assert_allclose(custom[0], s0.mean)  # state *before* the update
+    with pytest.raises(ValueError, match="trace"):
+        js.run_stream(L, key, data[5:], s0, trace="everything")
+
+
+def test_mask_skips_rows_and_ragged_equals_truncated(data):
+    L = mean_learner()
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    mask = np.arange(55) < 30
+    st_m, tr_m = js.run_stream(L, key, data[5:], s0, mask=mask)
+    st_t, tr_t = js.run_stream(L, key, data[5:35], s0)
+    np.testing.assert_allclose(st_m.mean, st_t.mean)
+    np.testing.assert_allclose(tr_m[:30], tr_t)
+    assert np.all(np.asarray(tr_m[30:]) == 0)
+    with pytest.raises(ValueError, match="mask"):
+        js.run_stream(L, key, data[5:], s0, mask=mask[:10])
+
+
+def test_nonfinite_policy(data):
+    L = mean_learner()
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    bad = data[5:].copy()
+    bad[7, 1] = np.nan
+    bad[9, 0] = np.inf
+    with pytest.raises(ValueError, match="index 7"):
+        js.run_stream(L, key, bad, s0)
+    st, tr = js.run_stream(L, key, bad, s0, nonfinite="skip")
+    mask = np.isfinite(bad).all(1)
+    st2, tr2 = js.run_stream(L, key, np.where(mask[:, None], bad, 0), s0, mask=mask)
+    np.testing.assert_allclose(st.mean, st2.mean)
+    assert np.all(np.isfinite(tr)) and tr[7] == 0 and tr[9] == 0
+    # under jit the scan cannot raise: it skips
+    st3, tr3 = jax.jit(lambda xs: js.run_stream(L, key, xs, s0))(bad)
+    np.testing.assert_allclose(st3.mean, st.mean)
+
+
+def test_bad_shapes_and_empty_stream(data):
+    L = mean_learner()
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    with pytest.raises(ValueError, match="2-D"):
+        js.run_stream(L, key, data[0], s0)
+    st, tr = js.run_stream(L, key, data[:0], s0)
+    np.testing.assert_allclose(st.mean, s0.mean)
+    assert tr.shape == (0,)
+    with pytest.raises(ValueError, match=r"\(B, T, d\)"):
+        js.run_streams(L, jax.random.split(key, 2), data, s0)
+
+
+def test_run_streams_equals_loop_and_vmaps_params(data):
+    L = mean_learner()
+    B = 4
+    keys = jax.random.split(jax.random.key(1), B)
+    xs = np.stack([np.roll(data, i, axis=0) for i in range(B)])
+    params = jnp.arange(1.0, B + 1)
+    states = js.init_streams(L, keys, xs[:, :5], params, params_batched=True)
+    fin, tr = js.run_streams(L, keys, xs[:, 5:], states)
+    for b in range(B):
+        s, t = js.run_stream(L, keys[b], xs[b, 5:], L.init(keys[b], xs[b, :5], params[b]))
+        np.testing.assert_allclose(fin.mean[b], s.mean, rtol=1e-6)
+        np.testing.assert_allclose(tr[b], t, rtol=1e-6)
+    # ragged streams through the mask
+    mask = np.arange(55)[None] < np.array([10, 20, 30, 55])[:, None]
+    fin_m, _ = js.run_streams(L, keys, xs[:, 5:], states, mask=mask)
+    s, _ = js.run_stream(L, keys[0], xs[0, 5:15], L.init(keys[0], xs[0, :5], params[0]))
+    np.testing.assert_allclose(fin_m.mean[0], s.mean, rtol=1e-6)
+
+
+def test_chunked_equals_one_call_for_arrays_and_generators(data):
+    L = mean_learner()
+    key = jax.random.key(2)
+    s0 = L.init(key, data[:5])
+    st, tr = js.run_stream(L, key, data[5:], s0)
+    st_c, res = js.run_stream_chunked(L, key, data[5:], s0, chunk_size=8, keep_losses=True)
+    np.testing.assert_allclose(st_c.mean, st.mean, rtol=1e-6)
+    np.testing.assert_allclose(res.losses, tr, rtol=1e-6)
+    assert res.n_points == 55
+    np.testing.assert_allclose(res.cumulative_loss, np.asarray(tr, np.float64).sum(), rtol=1e-5)
+    gen = (data[5 + i:5 + i + 3] for i in range(0, 55, 3))
+    st_g, res_g = js.run_stream_chunked(L, key, gen, s0, chunk_size=16)
+    np.testing.assert_allclose(st_g.mean, st.mean, rtol=1e-6)
+    assert res_g.losses is None and res_g.n_points == 55
