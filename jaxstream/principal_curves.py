@@ -36,6 +36,7 @@ Design (see the module functions for the details):
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple, Optional
 
@@ -143,7 +144,10 @@ class State(NamedTuple):
     """slpc state; capacities V = max_segments + 1 and H = history_size.
 
     Attributes:
-      vertices: (V, d) lattice vertices; rows >= n_vertices are padding.
+      vertex_idx: (V, d) int32 integer lattice coordinates of the vertices
+        (the vertices are ``vertex_idx·δ``, see the `vertices` property); rows
+        >= n_vertices are padding. Integer coordinates keep every lattice move
+        exact, so batched and unbatched runs take the same decisions.
       n_vertices: number of active vertices (K(f̂) + 1).
       hist_x: (H, d) stored past points.
       hist_d: (H,) squared distance of each stored point to the current line.
@@ -154,7 +158,7 @@ class State(NamedTuple):
       params: resolved `Params`.
     """
 
-    vertices: Array
+    vertex_idx: Array
     n_vertices: Array
     hist_x: Array
     hist_d: Array
@@ -163,6 +167,11 @@ class State(NamedTuple):
     n_stored: Array
     n_seen: Array
     params: Params
+
+    @property
+    def vertices(self) -> Array:
+        """(V, d) vertex coordinates ``vertex_idx·δ`` (padding rows included)."""
+        return self.vertex_idx.astype(self.params.delta.dtype) * self.params.delta[..., None, None]
 
 
 class Info(NamedTuple):
@@ -241,16 +250,17 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     axis = vecs[:, -1]
     proj = (x_init - mean) @ axis
     ends = jnp.stack([mean + proj.min() * axis, mean + proj.max() * axis])
-    ends = geometry.snap_to_lattice(ends, params.delta)
+    ends_idx = jnp.round(ends / params.delta).astype(jnp.int32)
     V = config.max_segments + 1
-    vertices = jnp.zeros((V, d), x_init.dtype).at[:2].set(ends).at[2:].set(ends[1])
+    vertex_idx = jnp.zeros((V, d), jnp.int32).at[:2].set(ends_idx).at[2:].set(ends_idx[1])
+    vertices = vertex_idx.astype(x_init.dtype) * params.delta
     hx, hd, hs, ht = _empty_history(config.history_size, d, x_init.dtype)
     pr = geometry.polyline_projection(x_init, vertices, 2)
     hx = hx.at[:n0].set(x_init)
     hd = hd.at[:n0].set(pr["sqdist"])
     hs = hs.at[:n0].set(pr["segment"].astype(jnp.int32))
     ht = ht.at[:n0].set(pr["t"])
-    return State(vertices, jnp.asarray(2, jnp.int32), hx, hd, hs, ht, jnp.asarray(n0, jnp.int32),
+    return State(vertex_idx, jnp.asarray(2, jnp.int32), hx, hd, hs, ht, jnp.asarray(n0, jnp.int32),
                  jnp.asarray(n0, jnp.int32), params)
 
 
@@ -290,9 +300,9 @@ def _seg_d2_points(P, A, B):
     return d2, t
 
 
-def _toward(v, target, delta, steps):
-    """Lattice point at most `steps` lattice steps from v (on the lattice) towards target."""
-    return v + delta * jnp.clip(jnp.round((target - v) / delta), -steps, steps)
+def _toward(v_idx, target, delta, steps):
+    """Integer lattice point at most `steps` steps from v_idx towards target."""
+    return v_idx + jnp.clip(jnp.round((target - v_idx * delta) / delta), -steps, steps).astype(jnp.int32)
 
 
 def _window(vertices, nv, anchor_seg, centre, radius, W):
@@ -317,43 +327,64 @@ def _window(vertices, nv, anchor_seg, centre, radius, W):
     return a, b
 
 
+@functools.lru_cache(maxsize=None)
+def _candidate_table(W: int, Q: int):
+    """Static description of the candidate list (NumPy, built once per config).
+
+    Candidates pick their W + 1 new window vertices from a pool
+    ``[cur (W), opts (W·Q), gap midpoints (W+1), x]``.
+
+    Returns:
+      ``(index[C, W+1], dm[C], need[C], gap_mid[C], move[C])``: pool indices,
+      change in vertex count, the candidate is valid iff ``need < n_old``,
+      the gap whose midpoint it inserts (−1 if none), and the move kind.
+    """
+    cur = list(range(W))
+    opt = lambda w, q: W + w * Q + q
+    mid = lambda g: W + W * Q + g
+    xi = W + W * Q + W + 1
+    rows = []
+
+    def add(idx, dm, need, gap, move):
+        idx = list(idx) + [idx[-1] if idx else 0] * (W + 1 - len(idx))
+        rows.append((idx, dm, need, gap, move))
+
+    add(cur, 0, -1, -1, MOVE_KEEP)
+    for q in range(1, Q):
+        add([opt(w, q) for w in range(W)], 0, 0, -1, MOVE_SHIFT)
+    for w in range(W):
+        for q in range(1, Q):
+            add(cur[:w] + [opt(w, q)] + cur[w + 1:], 0, w, -1, MOVE_SHIFT)
+    for g in range(W + 1):
+        add(cur[:g] + [mid(g)] + cur[g:], 1, g - 1, g, MOVE_INSERT)
+        add(cur[:g] + [xi] + cur[g:], 1, g - 1, -1, MOVE_INSERT)
+    for w in range(W):
+        add(cur[:w] + cur[w + 1:], -1, w, -1, MOVE_DELETE)
+    cols = list(zip(*rows))
+    return tuple(np.asarray(c, np.int32) for c in cols)
+
+
 def _build_candidates(cur, n_old, opts, ins_mid, mid_ok, ins_x, W):
-    """The static candidate list of a round.
+    """The static candidate list of a round, as one gather.
 
     Args:
       cur: (W, d) the window's vertices (rows >= n_old are padding).
       n_old: number of replaced vertices.
       opts: (W, Q, d) per-vertex options (option 0 is the vertex itself).
-      ins_mid: (W+1, d) snapped midpoints of the window's gaps; mid_ok (W+1,)
-        says which gaps have two ends.
-      ins_x: (d,) x snapped to the lattice.
+      ins_mid: (W+1, d) midpoints of the window's gaps; mid_ok (W+1,) says
+        which gaps have two ends.
+      ins_x: (d,) x on the lattice.
 
     Returns:
       ``(U[C, W+1, d], m[C], ok[C], move[C])``: the new window vertices, their
       number, validity and move kind. Candidate 0 is f̂.
     """
     Q = opts.shape[1]
-    d = cur.shape[-1]
-    pad = lambda u: jnp.concatenate([u, jnp.zeros((W + 1 - u.shape[0], d), u.dtype)])
-    Us, ms, oks, mv = [], [], [], []
-
-    def add(u, m, ok, move):
-        Us.append(pad(u)); ms.append(m); oks.append(ok); mv.append(move)
-
-    add(cur, n_old, True, MOVE_KEEP)
-    for q in range(1, Q):
-        add(opts[:, q], n_old, n_old > 0, MOVE_SHIFT)
-    for w in range(W):
-        for q in range(1, Q):
-            add(cur.at[w].set(opts[w, q]), n_old, w < n_old, MOVE_SHIFT)
-    ext = jnp.concatenate([cur, cur[-1:]])
-    for g in range(W + 1):
-        add(jnp.concatenate([ext[:g], ins_mid[g][None], ext[g:W]]), n_old + 1, (g <= n_old) & mid_ok[g], MOVE_INSERT)
-        add(jnp.concatenate([ext[:g], ins_x[None], ext[g:W]]), n_old + 1, g <= n_old, MOVE_INSERT)
-    for w in range(W):
-        add(jnp.concatenate([cur[:w], cur[w + 1:]]), n_old - 1, w < n_old, MOVE_DELETE)
-    return (jnp.stack(Us), jnp.stack([jnp.asarray(m, jnp.int32) for m in ms]),
-            jnp.stack([jnp.asarray(o) for o in oks]), jnp.asarray(mv, jnp.int32))
+    index, dm, need, gap_mid, move = _candidate_table(W, Q)
+    pool = jnp.concatenate([cur, opts.reshape(W * Q, -1), ins_mid, ins_x[None]])
+    U = pool[index]
+    ok = (need < n_old) & ((gap_mid < 0) | mid_ok[np.maximum(gap_mid, 0)])
+    return U, n_old + dm, ok, jnp.asarray(move)
 
 
 def n_candidates(window: int, n_options: int = 4) -> int:
@@ -432,14 +463,15 @@ def propose(key, state: State, x: Array, config: Config = Config()) -> tuple[Sta
 
 
 def _round(key, state, x, config, inspect):
-    V, d = state.vertices.shape
+    V, d = state.vertex_idx.shape
     check_point(x, d)
     H, W, M, p = config.history_size, config.window, config.max_affected, config.max_segments
     prm = state.params
-    dt = state.vertices.dtype
+    dt = prm.delta.dtype
     x = x.astype(dt)
     k_res, k_exp, k_anchor, k_z = jax.random.split(key, 4)
-    verts, nv = state.vertices, state.n_vertices
+    vidx, nv = state.vertex_idx, state.n_vertices
+    verts = vidx.astype(dt) * prm.delta
     ns = nv - 1
     seg_ok = jnp.arange(V - 1) < ns
 
@@ -477,11 +509,13 @@ def _round(key, state, x, config, inspect):
     n_old = b - a
     has_l = a >= 1
     has_r = b <= nv - 1
-    left = verts[jnp.maximum(a - 1, 0)]
-    right = verts[jnp.minimum(b, V - 1)]
+    left_i = vidx[jnp.maximum(a - 1, 0)]
+    right_i = vidx[jnp.minimum(b, V - 1)]
+    left, right = verts[jnp.maximum(a - 1, 0)], verts[jnp.minimum(b, V - 1)]
 
     # Per-vertex options for the window's vertices.
     widx = jnp.minimum(a + jnp.arange(W), V - 1)
+    cur_i = vidx[widx]
     cur = verts[widx]
     # Points attached to vertex v: projecting onto its half of an adjacent segment.
     att = (((hs[None] == widx[:, None] - 1) & (ht[None] >= 0.5)) | ((hs[None] == widx[:, None]) & (ht[None] < 0.5)))
@@ -489,17 +523,18 @@ def _round(key, state, x, config, inspect):
     natt = jnp.sum(att, 1)
     mu = (att.astype(dt) @ hx) / jnp.maximum(natt, 1)[:, None]
     mu = jnp.where(natt[:, None] > 0, mu, cur)
-    snap = lambda v: geometry.snap_to_lattice(v, prm.delta)
-    opts = jnp.stack([cur, _toward(cur, mu, prm.delta, steps), snap(mu), _toward(cur, x, prm.delta, steps)], 1)
+    snap = lambda v: jnp.round(v / prm.delta).astype(jnp.int32)
+    opts = jnp.stack([cur_i, _toward(cur_i, mu, prm.delta, steps), snap(mu), _toward(cur_i, x, prm.delta, steps)], 1)
     # Gap g sits between local vertices g−1 and g of [left?] + cur[:n_old] + [right?].
-    prev_pt = jnp.concatenate([left[None], cur])[: W + 1]
-    next_pt = jnp.concatenate([cur, right[None]])
+    prev_pt = jnp.concatenate([left_i[None], cur_i])[: W + 1]
+    next_pt = jnp.concatenate([cur_i, right_i[None]])
     gi = jnp.arange(W + 1)
-    prev_pt = jnp.where((gi == 0)[:, None], left, prev_pt)
-    next_pt = jnp.where((gi == n_old)[:, None], right, next_pt)
+    prev_pt = jnp.where((gi == 0)[:, None], left_i, prev_pt)
+    next_pt = jnp.where((gi == n_old)[:, None], right_i, next_pt)
     mid_ok = ((gi > 0) | has_l) & ((gi < n_old) | has_r)
-    ins_mid = snap(0.5 * (prev_pt + next_pt))
-    U, m, ok, move = _build_candidates(cur, n_old, opts, ins_mid, mid_ok, snap(x), W)
+    ins_mid = (prev_pt + next_pt) // 2
+    U_i, m, ok, move = _build_candidates(cur_i, n_old, opts, ins_mid, mid_ok, snap(x), W)
+    U = U_i.astype(dt) * prm.delta
     C = U.shape[0]
 
     # Local sequences [left?] + U[:m] + [right?], padded to W + 3 vertices.
@@ -516,7 +551,7 @@ def _round(key, state, x, config, inspect):
     local_len = jnp.sum(jnp.where(lseg_ok, jnp.linalg.norm(seg_vec, axis=-1), 0.0), 1)
 
     # Duplicates of f̂ get no extra perturbation draw.
-    same = (m == n_old) & jnp.all(jnp.where((jnp.arange(W + 1) < m[:, None])[..., None], U == Upad[0:1, :W + 1], True), (1, 2))
+    same = (m == n_old) & jnp.all(jnp.where((jnp.arange(W + 1) < m[:, None])[..., None], U_i == U_i[0:1], True), (1, 2))
     ok = ok & ~(same & (jnp.arange(C) > 0))
 
     # Affected history points.
@@ -569,7 +604,7 @@ def _round(key, state, x, config, inspect):
     mw = m[win]
     out = jnp.arange(V)
     src_old = jnp.clip(jnp.where(out < a, out, out - mw + n_old), 0, V - 1)
-    new_verts = jnp.where(((out >= a) & (out < a + mw))[:, None], U[win][jnp.clip(out - a, 0, W)], verts[src_old])
+    new_vidx = jnp.where(((out >= a) & (out < a + mw))[:, None], U_i[win][jnp.clip(out - a, 0, W)], vidx[src_old])
     new_nv = nv - n_old + mw
     shift = mw - n_old
 
@@ -593,7 +628,7 @@ def _round(key, state, x, config, inspect):
     ht2 = ht.at[sel_w].set(t_new_sel, mode="drop")
     hs2 = jnp.clip(hs2, 0, jnp.maximum(new_nv - 2, 0))
 
-    new_state = State(new_verts, new_nv.astype(jnp.int32), hx, hd2, hs2, ht2, n_stored.astype(jnp.int32),
+    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, hd2, hs2, ht2, n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), prm)
     info = Info(loss_x, (new_nv - 1).astype(jnp.int32), explore, move[win], n_aff, n_aff > M)
     if not inspect:
@@ -705,12 +740,14 @@ class ExhaustiveResult(NamedTuple):
       losses: (T,) Δ(f̂_t, x_t).
       line_losses: (F, T) Δ(f, x_t) for every line.
       penalties: (F,) h(f).
+      z: (F,) the Exp(1) perturbations, drawn once.
     """
 
     choice: Array
     losses: Array
     line_losses: Array
     penalties: Array
+    z: Array
 
 
 def exhaustive_ftpl(key, xs, vertices, n_vertices, params: Params, *, max_segments: int,
@@ -748,11 +785,14 @@ def exhaustive_ftpl(key, xs, vertices, n_vertices, params: Params, *, max_segmen
         eta = jnp.full((T,), constant_eta, xs.dtype)
     obj = past + (params.h_scale * h - params.z_scale * z)[:, None] / eta[None]
     choice = jnp.argmin(obj, 0)
-    return ExhaustiveResult(choice, ll[choice, jnp.arange(T)], ll, h)
+    return ExhaustiveResult(choice, ll[choice, jnp.arange(T)], ll, h, z)
 
 
 # ----------------------------------------------------------------------------
 # Stateful NumPy wrapper.
+
+
+_MAX_BUCKET = 4096
 
 
 class SLPC:
@@ -776,12 +816,8 @@ class SLPC:
         self._key = jax.random.key(seed)
         self.state: Optional[State] = None
         self._n_rounds = 0
-        self._update = jax.jit(self.learner.update)
-        self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, step_offset=off))
+        self._run = jax.jit(lambda k, xs, s, m, off: run_stream(self.learner, k, xs, s, mask=m, step_offset=off))
         self._pending: list = []
-
-    def _round_key(self):
-        return jax.random.fold_in(self._key, self._n_rounds)
 
     @property
     def is_initialised(self) -> bool:
@@ -806,11 +842,19 @@ class SLPC:
             n_new_init = X.shape[0] - rest.shape[0]
             losses = self.partial_fit(rest) if rest.shape[0] else np.zeros(0)
             return np.concatenate([np.full(n_new_init, np.nan), losses])
-        if X.shape[0] == 0:
-            return np.zeros(0)
-        self.state, losses = self._run(self._key, X, self.state, self._n_rounds)
-        self._n_rounds += X.shape[0]
-        return np.asarray(losses)
+        out = []
+        for i in range(0, X.shape[0], _MAX_BUCKET):
+            block = X[i:i + _MAX_BUCKET]
+            n = block.shape[0]
+            # Pad to a power of two so that batches of any length reuse a few compiled scans.
+            size = 1 << (n - 1).bit_length()
+            pad = np.zeros((size - n, block.shape[1]), block.dtype)
+            mask = np.arange(size) < n
+            self.state, losses = self._run(self._key, np.concatenate([block, pad]), self.state, mask,
+                                           self._n_rounds)
+            self._n_rounds += n  # masked padding consumes no round keys
+            out.append(np.asarray(losses)[:n])
+        return np.concatenate(out) if out else np.zeros(0)
 
     fit = partial_fit
 
@@ -828,7 +872,7 @@ class SLPC:
     @property
     def dim(self) -> int:
         self._need_state()
-        return int(self.state.vertices.shape[1])
+        return int(self.state.vertex_idx.shape[1])
 
     @property
     def vertices(self) -> np.ndarray:
