@@ -38,7 +38,7 @@ returning a `jaxstream.StreamLearner`, and the MCMC pieces `ChainState`,
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -59,7 +59,7 @@ __all__ = [
     "sample_chain", "proposal_means", "kmeans", "add_farthest_center", "remove_cheapest_center",
     "sq_distances", "center_mask", "nearest_center", "log_prior", "log_proposal_density",
     "log_move_prob", "quasi_posterior_energy", "lambda_schedule", "lambda2_schedule",
-    "tau_schedule", "check_radius",
+    "tau_schedule", "check_radius", "RoundTarget", "round_target", "effective_count",
 ]
 
 
@@ -330,12 +330,13 @@ def proposal_means(points: Array, point_mask: Array, centers: Array, n_clusters,
                    n_iters: int = 10) -> Array:
     """The round's table of proposal means m_k for every k = 1..p.
 
-    Rows k̂−1, k̂ and k̂+1 are masked Lloyd k-means on the stored points,
-    warm-started from the current centres ĉ (for k̂+1, ĉ plus the farthest
-    point; for k̂−1, ĉ minus its cheapest centre). The chain only moves by
-    ±1 per step, so other rows are rarely used within one round; they are
-    extended greedily from those (farthest point upwards, cheapest removal
-    downwards) without further Lloyd iterations.
+    Starting from the current centres ĉ (k̂ of them), rows k > k̂ add, one at
+    a time, the valid point farthest from the centres so far (deterministic
+    k-means++), and rows k < k̂ drop, one at a time, the centre whose removal
+    costs least (`remove_cheapest_center`). Rows k̂−1, k̂ and k̂+1 are then
+    refined by masked Lloyd k-means (`kmeans`), i.e. they are k-means
+    warm-started from ĉ. The chain moves k by ±1 per step, so the other rows
+    are rarely used within a round and are left as greedy seeds.
 
     The table is a deterministic function of the history and of ĉ, both
     fixed during the round, so the proposal family is fixed for the whole
@@ -346,7 +347,7 @@ def proposal_means(points: Array, point_mask: Array, centers: Array, n_clusters,
 
     Args:
       points: (H, d) stored points.
-      point_mask: (H,) bool, valid points.
+      point_mask: (H,) bool, valid points (at least one).
       centers: (p, d) current centres.
       n_clusters: () current k̂.
       n_iters: Lloyd iterations (static).
@@ -357,21 +358,11 @@ def proposal_means(points: Array, point_mask: Array, centers: Array, n_clusters,
     p, d = centers.shape
     k = jnp.asarray(n_clusters, jnp.int32)
     c = jnp.where(center_mask(k, p)[:, None], centers, 0.0)
-    minus = jnp.where(k > 1, remove_cheapest_center(points, point_mask, c, k), c)
-    plus = add_farthest_center(points, point_mask, c, k)
-    ks = jnp.stack([jnp.maximum(k - 1, 1), k, jnp.minimum(k + 1, p)])
-    masks = jnp.arange(p)[None, :] < ks[:, None]
-    refined = jax.vmap(lambda c0, m: kmeans(points, c0, point_mask=point_mask, center_mask=m,
-                                            n_iters=n_iters))(jnp.stack([minus, c, plus]), masks)
-    refined = jnp.where(masks[:, :, None], refined, 0.0)
-    # Row k last: at k = 1 or k = p a clamped neighbour row duplicates it.
-    table = jnp.zeros((p, p, d), centers.dtype)
-    table = table.at[ks[0] - 1].set(refined[0]).at[ks[2] - 1].set(refined[2])
-    table = table.at[k - 1].set(refined[1])
+    table = jnp.zeros((p, p, d), centers.dtype).at[k - 1].set(c)
 
-    # Rows k+2..p: add the farthest valid point, one at a time. The distance of
-    # every point to its nearest centre is updated incrementally (O(H·d) a row).
-    dmin, _ = nearest_center(points, refined[2], center_mask(k + 1, p))
+    # Rows k+1..p. The distance of every point to its nearest centre is
+    # updated incrementally, so a row costs O(H·d).
+    dmin, _ = nearest_center(points, c, center_mask(k, p))
     dmin = jnp.where(point_mask, dmin, -jnp.inf)
 
     def up(j, carry):
@@ -381,17 +372,25 @@ def proposal_means(points: Array, point_mask: Array, centers: Array, n_clusters,
         dnew = jnp.sum((points - points[i]) ** 2, axis=1)
         return table.at[j - 1].set(row), row, jnp.minimum(dmin, dnew)
 
-    table, _, _ = lax.fori_loop(k + 2, p + 1, up, (table, refined[2], dmin))
+    table, _, _ = lax.fori_loop(k + 1, p + 1, up, (table, c, dmin))
 
-    # Rows k-2..1: drop the cheapest centre, one at a time (k-2 iterations).
+    # Rows k-1..1 (k-1 iterations).
     def down(i, carry):
         table, row = carry
-        j = k - 2 - i
+        j = k - 1 - i
         row = remove_cheapest_center(points, point_mask, row, j + 1)
         return table.at[j - 1].set(row), row
 
-    table, _ = lax.fori_loop(0, jnp.maximum(k - 2, 0), down, (table, refined[0]))
-    return table
+    table, _ = lax.fori_loop(0, k - 1, down, (table, c))
+
+    # Lloyd on rows k-1, k, k+1 (clamped to [1, p]; row k is written last so
+    # that a clamped duplicate cannot overwrite it).
+    ks = jnp.stack([jnp.maximum(k - 1, 1), jnp.minimum(k + 1, p), k])
+    masks = jnp.arange(p)[None, :] < ks[:, None]
+    refined = jax.vmap(lambda c0, m: kmeans(points, c0, point_mask=point_mask, center_mask=m,
+                                            n_iters=n_iters))(table[ks - 1], masks)
+    refined = jnp.where(masks[:, :, None], refined, 0.0)
+    return table.at[ks[0] - 1].set(refined[0]).at[ks[1] - 1].set(refined[1]).at[k - 1].set(refined[2])
 
 
 # ----------------------------------------------------------------------------
@@ -765,6 +764,68 @@ def soft_loss(state: State, x: Array, temperature) -> Array:
     return (-temperature * s).reshape(x.shape[:-1])
 
 
+def effective_count(state: State, history_policy: str = "reservoir") -> tuple[Array, Array]:
+    """(n, weight): the number of points S stands for, and the multiplier of the buffer's sum.
+
+    Reservoir: n = n_seen and weight = n_seen / n_stored (the buffer is a
+    uniform sample of everything seen). Window: n = n_stored and weight = 1
+    (the quasi-posterior of the window alone).
+    """
+    dtype = state.centers.dtype
+    if history_policy == "reservoir":
+        return state.n_seen, state.n_seen.astype(dtype) / jnp.maximum(state.n_stored, 1).astype(dtype)
+    if history_policy == "window":
+        return state.n_stored, jnp.ones((), dtype)
+    raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+
+
+class RoundTarget(NamedTuple):
+    """What one round's chain needs, fixed for the whole chain.
+
+    Attributes:
+      logdensity_fn: ``(centers, n_clusters) -> −λ·S(c) + log π(c)`` over the
+        history (a closure; not a pytree leaf).
+      means: (p, p, d) proposal means table (`proposal_means`).
+      tau: proposal scale τ.
+      lam: λ of the round.
+      weight: multiplier of the sum over the history (n_seen / n_stored for
+        the reservoir, 1 for the window).
+    """
+
+    logdensity_fn: LogDensityFn
+    means: Array
+    tau: Array
+    lam: Array
+    weight: Array
+
+
+def round_target(state: State, *, history_policy: str = "reservoir",
+                 kmeans_iters: int = 10) -> RoundTarget:
+    """The quasi-posterior target and proposal family of a round.
+
+    Uses the history as it is in `state` (call it after the new point was
+    stored, as `update` does). With n = n_seen (reservoir) or n_stored
+    (window): λ = `lambda_schedule` (n), τ = `tau_schedule` (n), λ_{2,s} from
+    each stored point's arrival index.
+    """
+    p, d = state.centers.shape
+    params = state.params
+    pmask = jnp.arange(state.history.shape[0]) < state.n_stored
+    n_eff, weight = effective_count(state, history_policy)
+    lam = lambda_schedule(params, n_eff, d)
+    tau = tau_schedule(params, n_eff, d, p)
+    lam2 = lambda2_schedule(params, state.history_index, d)
+    ball = params.prior_scale * params.radius
+    points_t = state.history.T
+
+    def logdensity_fn(c, k):
+        energy = _energy_blocked(c, k, points_t, pmask, state.history_loss, lam2, weight)
+        return -lam * energy + log_prior(c, k, ball)
+
+    means = proposal_means(state.history, pmask, state.centers, state.n_clusters, kmeans_iters)
+    return RoundTarget(logdensity_fn, means, tau, lam, weight)
+
+
 def update(key, state: State, x: Array, *, n_steps: int = 500, kmeans_iters: int = 10,
            history_policy: str = "reservoir", df: int = 3) -> tuple[State, Info]:
     """Learn one observation: record its loss, store it, run one chain.
@@ -798,25 +859,8 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, kmeans_iters: int
     pred_loss = loss(state, x)
     k_ins, k_chain = jax.random.split(key)
     st = _insert(k_ins, state, x, pred_loss, history_policy)
-    pmask = jnp.arange(st.history.shape[0]) < st.n_stored
-    if history_policy == "reservoir":
-        n_eff = st.n_seen
-        weight = st.n_seen.astype(x.dtype) / st.n_stored.astype(x.dtype)
-    else:
-        n_eff = st.n_stored
-        weight = jnp.ones((), x.dtype)
-    lam = lambda_schedule(params, n_eff, d)
-    tau = tau_schedule(params, n_eff, d, p)
-    lam2 = lambda2_schedule(params, st.history_index, d)
-    ball = params.prior_scale * params.radius
-
-    points_t = st.history.T
-
-    def logdensity_fn(c, k):
-        energy = _energy_blocked(c, k, points_t, pmask, st.history_loss, lam2, weight)
-        return -lam * energy + log_prior(c, k, ball)
-
-    means = proposal_means(st.history, pmask, st.centers, st.n_clusters, kmeans_iters)
+    target = round_target(st, history_policy=history_policy, kmeans_iters=kmeans_iters)
+    logdensity_fn, means, tau = target.logdensity_fn, target.means, target.tau
     chain0 = init_chain(st.centers, st.n_clusters, logdensity_fn, means, tau, df)
     final, infos = sample_chain(k_chain, chain0, logdensity_fn, means, tau, n_steps, df)
     new_state = st._replace(centers=final.centers, n_clusters=final.n_clusters)
@@ -870,13 +914,25 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
 # Stateful NumPy wrapper
 # ----------------------------------------------------------------------------
 
+@lru_cache(maxsize=None)
+def _wrapper_runner(n_steps: int, kmeans_iters: int, history_policy: str, df: int):
+    """One jitted masked `run_stream` per static configuration, shared by all wrappers."""
+    update_fn = partial(update, n_steps=n_steps, kmeans_iters=kmeans_iters,
+                        history_policy=history_policy, df=df)
+    learner = StreamLearner(None, update_fn, predict, loss, None)
+    return jax.jit(lambda key, xs, state, mask, offset: run_stream(
+        learner, key, xs, state, mask=mask, trace="info", step_offset=offset))
+
+
 class PACBO:
     """Stateful NumPy-in / NumPy-out PACBO (keeps the key and the state).
 
     ``learn_one(x)`` and ``learn_many(X)`` learn points in order; round t uses
     ``fold_in(key, t)`` with the global t, so learning point by point gives
-    the same result as learning the same points in one batch. Each distinct
-    batch length compiles once.
+    the same result as learning the same points in one batch. Batches are
+    padded (and masked) to the next power of two, so a stream arriving in
+    batches of varying sizes compiles only a few times; wrappers with the
+    same static configuration share their compiled code.
 
     Points outside the radius raise ValueError (nothing of the batch is
     learned). With ``radius=None`` the radius is fixed by the first batch
@@ -903,9 +959,9 @@ class PACBO:
                              **params)
         self.radius = radius
         self._init_key, self._key = jax.random.split(jax.random.PRNGKey(seed))
-        learner = self.learner
-        self._run = jax.jit(lambda k, xs, s, off: run_stream(learner, k, xs, s, trace="info",
-                                                             step_offset=off))
+        self._run = _wrapper_runner(check_capacity(n_steps, "n_steps"),
+                                    check_capacity(kmeans_iters, "kmeans_iters", minimum=0),
+                                    history_policy, check_capacity(df, "df"))
         self.state_: Optional[State] = None
         self.n_seen_ = 0
         self.cumulative_loss_ = 0.0
@@ -931,8 +987,12 @@ class PACBO:
             self.state_ = self.learner.init(self._init_key, X[:0], params)
         else:
             check_radius(X, self.state_.params.radius, "X")
-        self.state_, info = self._run(self._key, X, self.state_, self.n_seen_)
-        info = jax.tree_util.tree_map(np.asarray, info)
+        n = X.shape[0]
+        size = 1 << (n - 1).bit_length()
+        Xp = np.concatenate([X, np.zeros((size - n, X.shape[1]), X.dtype)])
+        mask = np.arange(size) < n
+        self.state_, info = self._run(self._key, Xp, self.state_, mask, self.n_seen_)
+        info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], info)
         self.n_seen_ += X.shape[0]
         self.cumulative_loss_ += float(info.loss.astype(np.float64).sum())
         self.last_info_ = info
