@@ -86,12 +86,16 @@ class Params(NamedTuple):
     delta_fraction: Array
 
 
-# Practical defaults, calibrated on the cubic benchmark (benchmarks/calibrate_slpc.py):
-# with the theoretical constants h/η_t is ~10^3 times the cumulative loss and
-# the curve never grows (spec). The grid search over (h_scale, eta_scale)
-# minimised the mean cumulative loss over seeds disjoint from the benchmark's.
-DEFAULT_H_SCALE = 2e-3
-DEFAULT_ETA_SCALE = 10.0
+# Practical defaults, calibrated on the cubic benchmark with
+# benchmarks/calibrate_slpc.py (seeds 100-104, disjoint from the benchmark's
+# 0-9; grid h_scale 1e-4..1, eta_scale 1..1000, all 255 streams vmapped in one
+# run). With the theory's constants h/η_t is ~10^3 times the cumulative loss
+# and the curve never grows (spec). Larger eta_scale (less perturbation) always
+# lowered the loss on these i.i.d. streams; h_scale trades loss for parsimony:
+# (0.3, 1000) gave a mean cumulative loss of 10.5 with ~13 segments, against
+# 9.3 with ~50 segments for the lowest-loss cell (0.03, 1000).
+DEFAULT_H_SCALE = 0.3
+DEFAULT_ETA_SCALE = 1000.0
 
 
 def default_params(*, delta=0.0, R=0.0, L=0.0, h_scale=DEFAULT_H_SCALE, eta_scale=DEFAULT_ETA_SCALE,
