@@ -4,6 +4,8 @@ from ._core import (ChunkedResult, StreamLearner, init_streams, run_stream, run_
 from . import datasets, geometry
 from . import principal_curves
 from .principal_curves import SLPC, slpc
+from . import pacbo as clustering
+from .pacbo import PACBO, pacbo
 
 __version__ = "0.1.0"
 
@@ -11,4 +13,5 @@ __all__ = [
     "StreamLearner", "ChunkedResult", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "datasets", "geometry",
     "principal_curves", "slpc", "SLPC",
+    "clustering", "pacbo", "PACBO",
 ]
