@@ -280,9 +280,10 @@ def kmeans(points: Array, centers: Array, *, point_mask: Optional[Array] = None,
 
     def body(_, c):
         _, a = nearest_center(points, c, cm)
-        w = pm.astype(points.dtype)
-        counts = jax.ops.segment_sum(w, a, num_segments=p)
-        sums = jax.ops.segment_sum(points * w[:, None], a, num_segments=p)
+        # One-hot sums rather than segment_sum: a scatter is slow under vmap on CPU.
+        w = ((a[None, :] == jnp.arange(p)[:, None]) & pm[None, :]).astype(points.dtype)
+        counts = jnp.sum(w, axis=1)
+        sums = jnp.einsum("pn,nd->pd", w, points, precision=lax.Precision.HIGHEST)
         move = cm & (counts > 0)
         return jnp.where(move[:, None], sums / jnp.maximum(counts, 1.0)[:, None], c)
 
@@ -302,6 +303,18 @@ def add_farthest_center(points: Array, point_mask: Array, centers: Array, n_clus
     return jnp.where(n_clusters < p, new, centers)
 
 
+def _removal_cost(points: Array, point_mask: Array, centers: Array, alive: Array) -> Array:
+    """(p,) increase of the k-means loss if each alive centre were removed (inf if dead)."""
+    p = centers.shape[0]
+    d2 = jnp.where(alive[:, None], _sq_dist_pn(points, centers), jnp.inf)
+    first, a = _min_argmin0(d2)
+    onehot = jnp.arange(p)[:, None] == a[None, :]
+    second = jnp.min(jnp.where(onehot, jnp.inf, d2), axis=0)
+    gain = jnp.where(point_mask, second - first, 0.0)
+    cost = jnp.sum(jnp.where(onehot, gain[None, :], 0.0), axis=1)
+    return jnp.where(alive, cost, jnp.inf)
+
+
 def remove_cheapest_center(points: Array, point_mask: Array, centers: Array, n_clusters) -> Array:
     """Drop the active centre whose removal increases the k-means loss least.
 
@@ -312,14 +325,7 @@ def remove_cheapest_center(points: Array, point_mask: Array, centers: Array, n_c
     slot is zeroed. Returns `centers` unchanged when ``n_clusters <= 1``.
     """
     p = centers.shape[0]
-    mask = center_mask(n_clusters, p)
-    d2 = jnp.where(mask[:, None], _sq_dist_pn(points, centers), jnp.inf)
-    first, a = _min_argmin0(d2)
-    onehot = jnp.arange(p)[:, None] == a[None, :]
-    second = jnp.min(jnp.where(onehot, jnp.inf, d2), axis=0)
-    gain = jnp.where(point_mask, second - first, 0.0)
-    cost = jax.ops.segment_sum(gain, a, num_segments=p)
-    _, j = _min_argmin0(jnp.where(mask, cost, jnp.inf))
+    _, j = _min_argmin0(_removal_cost(points, point_mask, centers, center_mask(n_clusters, p)))
     idx = jnp.arange(p)
     new = centers[jnp.where(idx >= j, jnp.minimum(idx + 1, p - 1), idx)]
     new = jnp.where(center_mask(n_clusters - 1, p)[:, None], new, 0.0)
@@ -357,36 +363,47 @@ def proposal_means(points: Array, point_mask: Array, centers: Array, n_clusters,
     """
     p, d = centers.shape
     k = jnp.asarray(n_clusters, jnp.int32)
-    c = jnp.where(center_mask(k, p)[:, None], centers, 0.0)
-    table = jnp.zeros((p, p, d), centers.dtype).at[k - 1].set(c)
+    cmask = center_mask(k, p)
+    c = jnp.where(cmask[:, None], centers, 0.0)
+    slots = jnp.arange(p, dtype=jnp.int32)
 
-    # Rows k+1..p. The distance of every point to its nearest centre is
-    # updated incrementally, so a row costs O(H·d).
-    dmin, _ = nearest_center(points, c, center_mask(k, p))
-    dmin = jnp.where(point_mask, dmin, -jnp.inf)
+    # Rows above k are prefixes of one sequence: ĉ followed by the greedy
+    # farthest points. The distance of every point to its nearest centre is
+    # updated incrementally (O(H·d) a row); the loops carry no (p, p, d) table,
+    # which matters under vmap where a loop selects its whole carry each step.
+    dmin, _ = nearest_center(points, c, cmask)
 
     def up(j, carry):
-        table, row, dmin = carry
+        seq, dmin = carry
         _, i = _min_argmin0(-dmin)
-        row = row.at[j - 1].set(points[i])
         dnew = jnp.sum((points - points[i]) ** 2, axis=1)
-        return table.at[j - 1].set(row), row, jnp.minimum(dmin, dnew)
+        return seq.at[j].set(points[i]), jnp.minimum(dmin, dnew)
 
-    table, _, _ = lax.fori_loop(k + 1, p + 1, up, (table, c, dmin))
+    seq, _ = lax.fori_loop(k, p, up, (c, jnp.where(point_mask, dmin, -jnp.inf)))
 
-    # Rows k-1..1 (k-1 iterations).
+    # Rows below k: the order in which the cheapest centres are removed.
     def down(i, carry):
-        table, row = carry
-        j = k - 1 - i
-        row = remove_cheapest_center(points, point_mask, row, j + 1)
-        return table.at[j - 1].set(row), row
+        alive, order = carry
+        _, j = _min_argmin0(_removal_cost(points, point_mask, c, alive))
+        return alive.at[j].set(False), order.at[i].set(j)
 
-    table, _ = lax.fori_loop(0, k - 1, down, (table, c))
+    _, order = lax.fori_loop(0, k - 1, down, (cmask, jnp.zeros((p,), jnp.int32)))
+    removed_at = jnp.full((p,), p, jnp.int32).at[jnp.where(slots < k - 1, order, p)].set(
+        slots, mode="drop")
+    # Row r (k_r = r + 1 < k) keeps the centres not among the first k − k_r removed,
+    # compacted in their order.
+    alive = cmask[None, :] & (removed_at[None, :] >= (k - 1 - slots)[:, None])
+    dest = jnp.where(alive, jnp.cumsum(alive, axis=1) - 1, p)
+    down_rows = jnp.zeros((p, p, d), c.dtype).at[slots[:, None], dest].set(
+        jnp.broadcast_to(c, (p, p, d)), mode="drop")
+    up_rows = jnp.where((slots[None, :] <= slots[:, None])[:, :, None], seq[None], 0.0)
+    rk = (slots + 1)[:, None, None]
+    table = jnp.where(rk > k, up_rows, jnp.where(rk < k, down_rows, c[None]))
 
     # Lloyd on rows k-1, k, k+1 (clamped to [1, p]; row k is written last so
     # that a clamped duplicate cannot overwrite it).
     ks = jnp.stack([jnp.maximum(k - 1, 1), jnp.minimum(k + 1, p), k])
-    masks = jnp.arange(p)[None, :] < ks[:, None]
+    masks = slots[None, :] < ks[:, None]
     refined = jax.vmap(lambda c0, m: kmeans(points, c0, point_mask=point_mask, center_mask=m,
                                             n_iters=n_iters))(table[ks - 1], masks)
     refined = jnp.where(masks[:, :, None], refined, 0.0)
@@ -520,22 +537,48 @@ LogDensityFn = Callable[[Array, Array], Array]
 class _Draws(NamedTuple):
     u_move: Array     # uniform, picks k'
     log_u: Array      # log uniform, MH test
-    noise: Array      # (p, d) standard multivariate t_df (shape matrix I), one per slot
+    noise: Array      # (blk, d) standard multivariate t_df (shape matrix I) for the first slots
+    key: Array        # key of the noise of further slot blocks, drawn only when k' needs them
+
+
+def _t_noise(w: Array, d: int, df: int) -> Array:
+    """Standard multivariate t_df from (..., d + df) normals: z / √(χ²_df / df)."""
+    chi2 = jnp.sum(w[..., d:] ** 2, axis=-1)
+    return w[..., :d] * jnp.sqrt(df / chi2)[..., None]
 
 
 def _draws(key, n: int, p: int, d: int, df: int, dtype) -> _Draws:
-    """All random numbers of `n` kernel steps from one normal draw (leading axis n).
+    """The random numbers of `n` kernel steps, drawn up front (leading axis n).
 
-    χ²_df is a sum of df squared normals (exact for the integer df used
-    here) and the two uniforms are Φ(z) of two more normals (log Φ computed
-    directly for the MH test): one `jax.random.normal` call, which runs
-    several times faster on CPU than Box–Muller and compiles faster than
-    separate normal/uniform/gamma calls.
+    One `jax.random.normal` call gives the two uniforms (Φ(z), with log Φ
+    computed directly for the MH test) and the Student-t noise of the first
+    `_CENTER_BLOCK` centre slots; χ²_df is a sum of df squared normals (exact
+    for the integer df used here). Slots beyond the first block are only
+    needed when k' exceeds it, so their noise is drawn inside the step, block
+    by block, from a per-step key: drawing all p slots up front would cost
+    p·(d+df) normals a step, most of them unused, and dominated the run time.
     """
-    z = jax.random.normal(key, (n, 2 + p * (d + df)), dtype)
-    w = z[:, 2:].reshape(n, p, d + df)
-    chi2 = jnp.sum(w[..., d:] ** 2, axis=-1)
-    return _Draws(ndtr(z[:, 0]), log_ndtr(z[:, 1]), w[..., :d] * jnp.sqrt(df / chi2)[..., None])
+    blk = min(_CENTER_BLOCK, p)
+    k0, k1 = jax.random.split(key)
+    z = jax.random.normal(k0, (n, 2 + blk * (d + df)), dtype)
+    noise = _t_noise(z[:, 2:].reshape(n, blk, d + df), d, df)
+    return _Draws(ndtr(z[:, 0]), log_ndtr(z[:, 1]), noise, jax.random.split(k1, n))
+
+
+def _proposal_noise(draws: _Draws, n_clusters, p: int, df: int) -> Array:
+    """(p, d) t-noise of one step for the first `n_clusters` slots (zeros after the last block)."""
+    blk, d = draws.noise.shape
+    nb = -(-p // blk)
+    if nb == 1:
+        return draws.noise[:p]
+    full = jnp.zeros((nb * blk, d), draws.noise.dtype).at[:blk].set(draws.noise)
+
+    def body(b, acc):
+        w = jax.random.normal(jax.random.fold_in(draws.key, b), (blk, d + df), acc.dtype)
+        return lax.dynamic_update_slice_in_dim(acc, _t_noise(w, d, df), b * blk, axis=0)
+
+    full = lax.fori_loop(1, (n_clusters + blk - 1) // blk, body, full)
+    return full[:p]
 
 
 def init_chain(centers: Array, n_clusters, logdensity_fn: LogDensityFn, means: Array, tau,
@@ -562,7 +605,8 @@ def _step(draws: _Draws, state: ChainState, logdensity_fn: LogDensityFn, means: 
     k_new = lo + jnp.minimum(jnp.floor(draws.u_move * n_moves).astype(jnp.int32), n_moves - 1)
     m_new = means[k_new - 1]
     active = center_mask(k_new, p)[:, None]
-    c_new = jnp.where(active, m_new + jnp.sqrt(tau) * draws.noise, 0.0)
+    noise = _proposal_noise(draws, k_new, p, df)
+    c_new = jnp.where(active, m_new + jnp.sqrt(tau) * noise, 0.0)
     lq_fwd = log_proposal_density(c_new, m_new, k_new, tau, df)
     ld_new = logdensity_fn(c_new, k_new)
     log_ratio = (ld_new - state.logdensity + state.log_proposal - lq_fwd
@@ -619,7 +663,8 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, means: Arr
                  n_steps: int, df: int = 3) -> tuple[ChainState, ChainInfo]:
     """Run `n_steps` kernel steps as one `lax.scan`, random draws made up front.
 
-    The random numbers of all steps come from one draw keyed by `key`; the
+    The random numbers of all steps (except the noise of centre slots beyond
+    the first block, see `_draws`) come from one draw keyed by `key`; the
     chain has the same law as a Python loop of `kernel` (not the same bits).
 
     Returns:
