@@ -203,11 +203,16 @@ class Config(NamedTuple):
     """Static configuration (capacities and variant choices)."""
 
     max_segments: int = 50
-    history_size: int = 1024
-    max_affected: int = 512
-    window: int = 3
+    history_size: int = 512
+    max_affected: int = 256
+    window: int = 2
     t0: int = 20
     explore_steps: int = 3
+
+    @property
+    def max_affected_in(self) -> int:
+        """Slots for points whose nearest segment lies in the window (half)."""
+        return self.max_affected // 2
 
 
 def _resolve_params(params: Params, x_init: Array, p: int) -> Params:
@@ -285,6 +290,8 @@ def _seg_d2_points(P, A, B):
     Writing the d coordinates out (instead of reducing over a coordinate axis)
     lets XLA fuse the whole expression into one loop; on CPU that is up to
     ~15x faster at the sizes of a round (candidates × segments × points).
+    The reciprocal squared lengths are computed once per segment, keeping
+    divisions out of the points loop.
 
     Args:
       P: (M, d) points.
@@ -294,12 +301,12 @@ def _seg_d2_points(P, A, B):
       ``(d2, t)`` of shape (..., M).
     """
     d = P.shape[-1]
-    ab = [B[..., k, None] - A[..., k, None] for k in range(d)]
-    ap = [P[:, k] - A[..., k, None] for k in range(d)]
+    ab = [B[..., k] - A[..., k] for k in range(d)]
     den = sum(u * u for u in ab)
-    num = sum(u * v for u, v in zip(ap, ab))
-    safe = den > 0
-    t = jnp.clip(jnp.where(safe, num / jnp.where(safe, den, 1.0), 0.0), 0.0, 1.0)
+    inv = jnp.where(den > 0, 1.0 / jnp.where(den > 0, den, 1.0), 0.0)[..., None]
+    ab = [u[..., None] for u in ab]
+    ap = [P[:, k] - A[..., k, None] for k in range(d)]
+    t = jnp.clip(sum(u * v for u, v in zip(ap, ab)) * inv, 0.0, 1.0)
     d2 = sum((u - t * v) ** 2 for u, v in zip(ap, ab))
     return d2, t
 
@@ -558,31 +565,48 @@ def _round(key, state, x, config, inspect):
     same = (m == n_old) & jnp.all(jnp.where((jnp.arange(W + 1) < m[:, None])[..., None], U_i == U_i[0:1], True), (1, 2))
     ok = ok & ~(same & (jnp.arange(C) > 0))
 
-    # Affected history points.
-    seq_ok = sl[None] < seq_len[:, None]
-    lo = jnp.min(jnp.where(seq_ok[..., None], seq, jnp.inf), (0, 1))
-    hi = jnp.max(jnp.where(seq_ok[..., None], seq, -jnp.inf), (0, 1))
-    ball_c = 0.5 * (lo + hi)
-    ball_r = 0.5 * jnp.linalg.norm(hi - lo)
-    gap = jnp.maximum(jnp.linalg.norm(hx - ball_c, axis=1) - ball_r, 0.0)
+    # Affected history points: a point's loss can only change if its nearest
+    # segment is replaced, or if some new segment comes closer than its current
+    # distance. Every candidate segment in local slot j lies in the bounding box
+    # of slot j's end points over all candidates; the distance to that box is a
+    # lower bound, so the test below never misses an affected point.
+    ends = jnp.stack([seq[:, :-1], seq[:, 1:]], 2)  # (C, S−1, 2, d)
+    ok_e = lseg_ok[:, :, None, None]
+    box_lo = jnp.min(jnp.where(ok_e, ends, jnp.inf), (0, 2))  # (S−1, d)
+    box_hi = jnp.max(jnp.where(ok_e, ends, -jnp.inf), (0, 2))
+    box_gap = jnp.maximum(jnp.maximum(box_lo[:, None] - hx[None], hx[None] - box_hi[:, None]), 0.0)
+    box_d2 = jnp.min(jnp.sum(box_gap * box_gap, -1), 0)  # (H,), inf if no local segment
     old_lo = a - 1
     old_hi = b - 1
     in_old = (hs >= old_lo) & (hs <= old_hi)
-    affected = valid_h & (in_old | (gap * gap < hd))
-    n_aff = jnp.sum(affected).astype(jnp.int32)
-    (sel,) = jnp.nonzero(affected, size=M, fill_value=0)
-    sel_ok = jnp.arange(M) < n_aff
+    affected = valid_h & (in_old | (box_d2 < hd))
+    # Two fixed-size selections: points whose nearest segment is replaced need
+    # their distance to every unchanged segment; for the others it is their
+    # stored distance, exactly.
+    M_in = config.max_affected_in
+    M_out = M - M_in
+    in_set = valid_h & in_old
+    out_set = affected & ~in_old
+    n_in = jnp.sum(in_set).astype(jnp.int32)
+    n_out = jnp.sum(out_set).astype(jnp.int32)
+    n_aff = n_in + n_out
+    truncated = (n_in > M_in) | (n_out > M_out)
+    (sel_in,) = jnp.nonzero(in_set, size=M_in, fill_value=0)
+    (sel_out,) = jnp.nonzero(out_set, size=M_out, fill_value=0)
+    sel = jnp.concatenate([sel_in, sel_out])
+    sel_ok = jnp.concatenate([jnp.arange(M_in) < n_in, jnp.arange(M_out) < n_out])
     P = hx[sel]
     old_loss = hd[sel]
 
-    # Unchanged segments: prefix 0..a−2 and suffix b..ns−1.
-    d2u, tu = _seg_d2_points(P, verts[:-1], verts[1:])  # (V−1, M)
+    # Unchanged segments (prefix 0..a−2 and suffix b..ns−1) for the in-window points.
+    d2u, tu = _seg_d2_points(P[:M_in], verts[:-1], verts[1:])  # (V−1, M_in)
     gidx = jnp.arange(V - 1)
     keep = seg_ok & ((gidx <= a - 2) | (gidx >= b))
     d2u = jnp.where(keep[:, None], d2u, jnp.inf)
-    useg = jnp.argmin(d2u, 0)
-    udist = jnp.min(d2u, 0)
-    ut = jnp.take_along_axis(tu, useg[None], 0)[0]
+    useg_in = jnp.argmin(d2u, 0)
+    useg = jnp.concatenate([useg_in, hs[sel_out]])
+    udist = jnp.concatenate([jnp.min(d2u, 0), hd[sel_out]])
+    ut = jnp.concatenate([jnp.take_along_axis(tu, useg_in[None], 0)[0], ht[sel_out]])
 
     # Candidate-local segments.
     d2l, _ = _seg_d2_points(P, seq[:, :-1], seq[:, 1:])  # (C, S−1, M)
@@ -612,29 +636,41 @@ def _round(key, state, x, config, inspect):
     new_nv = nv - n_old + mw
     shift = mw - n_old
 
-    # History bookkeeping: exact for the evaluated points, index shift for the rest.
+    # History bookkeeping, always exact (truncation only ever approximates the
+    # candidates' objective). A point outside the window keeps its unchanged
+    # nearest segment unless one of the winner's few new segments is closer.
     start = a - has_l.astype(jnp.int32)
-    lw, tl = _seg_d2_points(P, seq[win, :-1], seq[win, 1:])  # (S−1, M), winner only
+    lw, tl = _seg_d2_points(hx, seq[win, :-1], seq[win, 1:])  # (S−1, H), winner only
     lw = jnp.where(lseg_ok[win][:, None], lw, jnp.inf)
     lseg = jnp.argmin(lw, 0)
+    lmin_w = jnp.min(lw, 0)
     lt = jnp.take_along_axis(tl, lseg[None], 0)[0]
-    use_local = lmin[win] < udist
-    seg_new_sel = jnp.where(use_local, start + lseg, jnp.where(useg >= b, useg + shift, useg)).astype(jnp.int32)
-    t_new_sel = jnp.where(use_local, lt, ut)
-    d_new_sel = new_loss[win]
-    hs2 = jnp.where(hs >= b, hs + shift, hs)
-    # Points that were affected but not evaluated (only when truncated) keep
-    # their distance; their segment index is clamped into the new line.
-    hs2 = jnp.where(in_old & (hs >= a - 1), jnp.clip(start, 0, new_nv - 2), hs2)
-    sel_w = jnp.where(sel_ok, sel, H)  # out-of-range rows are dropped
-    hd2 = hd.at[sel_w].set(d_new_sel, mode="drop")
-    hs2 = hs2.at[sel_w].set(seg_new_sel, mode="drop")
-    ht2 = ht.at[sel_w].set(t_new_sel, mode="drop")
-    hs2 = jnp.clip(hs2, 0, jnp.maximum(new_nv - 2, 0))
+    closer = lmin_w < hd
+    hd2 = jnp.where(closer, lmin_w, hd)
+    hs2 = jnp.where(closer, start + lseg, jnp.where(hs >= b, hs + shift, hs)).astype(jnp.int32)
+    ht2 = jnp.where(closer, lt, ht)
+    # In-window points evaluated this round: their unchanged-segment minimum is known.
+    lin = lmin_w[sel_in]
+    use_local = lin < udist[:M_in]
+    rows = jnp.where(sel_ok[:M_in], sel_in, H)  # out-of-range rows are dropped
+    hd2 = hd2.at[rows].set(jnp.minimum(lin, udist[:M_in]), mode="drop")
+    hs2 = hs2.at[rows].set(jnp.where(use_local, start + lseg[sel_in],
+                                     jnp.where(useg_in >= b, useg_in + shift, useg_in)).astype(jnp.int32), mode="drop")
+    ht2 = ht2.at[rows].set(jnp.where(use_local, lt[sel_in], ut[:M_in]), mode="drop")
+    new_verts = new_vidx.astype(dt) * prm.delta
+
+    def reproject(arrays):
+        # Rare: more in-window points than slots. Project them all afresh.
+        hd_, hs_, ht_ = arrays
+        pr = geometry.polyline_projection(hx, new_verts, new_nv)
+        return (jnp.where(in_old, pr["sqdist"], hd_), jnp.where(in_old, pr["segment"].astype(jnp.int32), hs_),
+                jnp.where(in_old, pr["t"], ht_))
+
+    hd2, hs2, ht2 = lax.cond(n_in > M_in, reproject, lambda arrays: arrays, (hd2, hs2, ht2))
 
     new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, hd2, hs2, ht2, n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), prm)
-    info = Info(loss_x, (new_nv - 1).astype(jnp.int32), explore, move[win], n_aff, n_aff > M)
+    info = Info(loss_x, (new_nv - 1).astype(jnp.int32), explore, move[win], n_aff, truncated)
     if not inspect:
         return new_state, info
     src = jnp.clip(jnp.where(out[None] < a, out[None], out[None] - m[:, None] + n_old), 0, V - 1)
@@ -645,8 +681,8 @@ def _round(key, state, x, config, inspect):
     return new_state, info, prop
 
 
-def slpc(max_segments: int = 50, history_size: int = 1024, *, max_affected: Optional[int] = None,
-         window: int = 3, t0: int = 20, explore_steps: int = 3, **param_kwargs) -> StreamLearner:
+def slpc(max_segments: int = 50, history_size: int = 512, *, max_affected: Optional[int] = None,
+         window: int = 2, t0: int = 20, explore_steps: int = 3, **param_kwargs) -> StreamLearner:
     """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
 
     Args:
@@ -655,7 +691,8 @@ def slpc(max_segments: int = 50, history_size: int = 1024, *, max_affected: Opti
         points the cumulative loss is exact; beyond, the buffer is a uniform
         reservoir sample and the cumulative loss is estimated from it.
       max_affected: most history points re-evaluated per round (default
-        ``min(history_size, 512)``). If more points could be affected, the
+        ``min(history_size, 256)``), half of them reserved for points whose
+        nearest segment is replaced. If more points could be affected, the
         excess keep their previous distance for this round and
         ``info.truncated`` is set.
       window: most vertices replaced per round (the run (ii) of the paper is
@@ -676,7 +713,7 @@ def slpc(max_segments: int = 50, history_size: int = 1024, *, max_affected: Opti
     window = check_capacity(window, "window")
     t0 = check_capacity(t0, "t0", 2)
     explore_steps = check_capacity(explore_steps, "explore_steps")
-    max_affected = check_capacity(min(history_size, 512) if max_affected is None else max_affected, "max_affected")
+    max_affected = check_capacity(min(history_size, 256) if max_affected is None else max_affected, "max_affected", 2)
     if t0 > history_size:
         raise ValueError(f"history_size={history_size} must be at least t0={t0}")
     config = Config(max_segments, history_size, min(max_affected, history_size), window, t0, explore_steps)
