@@ -1,0 +1,246 @@
+"""PACBO benchmarks: the slides' two experiments, baselines, speed.
+
+Prints:
+  1. four Gaussian groups (2-D, means (0,0), (-4,-1), (0,7), (5,2), identity
+     covariance, equal weights), T=200, seeds 0-9: k̂ at the end (target: 4 in
+     at least 9 of 10 seeds), cumulative prequential loss mean (sd), for PACBO
+     with the default lambda_scale=2 and with the R package's online
+     lambda_scale=5; online (MacQueen) k-means with k=4; the Gap statistic on
+     the 200 points; the loss of the true means as a floor;
+  2. ten groups, one more every 20 rounds (T=200, seeds 0-9): mean |k̂_t − k_t|
+     over the stream for PACBO, and for PACBO and the Gap statistic (on the
+     data seen so far) at t = 20, 40, ..., 200; saves a plot of k̂_t against k_t;
+  3. speed with p=50, N=500 MCMC steps a round, history 256: one stream,
+     T=200 (compile time apart from steady state), and run_streams over 64 and
+     1024 streams (stream-rounds per second).
+
+R is the largest norm of each stream (what the R package recommends).
+
+Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
+         [--skip-quality] [--skip-growing] [--skip-speed]
+         [--batches 64 1024] [--batch-rounds 20 5] [--gap-every 20]
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+import jaxstream as js
+from jaxstream.baselines import kmeans as kb
+
+MEANS4 = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
+
+
+def four_groups_stream(seed, T=200):
+    """The slides' first stream: equal mixture of N(m_j, I), j = 1..4. Returns (xs, labels)."""
+    rng = np.random.default_rng(seed)
+    lab = rng.integers(0, 4, T)
+    return (MEANS4[lab] + rng.standard_normal((T, 2))).astype(np.float32), lab
+
+
+def ten_group_means(rng, n_groups=10, box=10.0, min_sep=6.0):
+    means = []
+    while len(means) < n_groups:
+        m = rng.uniform(-box, box, 2)
+        if all(np.linalg.norm(m - q) >= min_sep for q in means):
+            means.append(m)
+    return np.array(means)
+
+
+def growing_groups_stream(seed, T=200, n_groups=10, block=20):
+    """Ten groups in 2-D, one more every `block` rounds.
+
+    Group means are uniform on [-10, 10]² at least 6 apart (seeded), identity
+    covariance. In rounds (j-1)·block+1 .. j·block the groups 1..j exist; a
+    point comes from the newest group j with probability 1/2, otherwise from
+    a uniformly chosen group among 1..j (so old groups keep producing points
+    and a new one gets about half of its first block).
+
+    Returns:
+      (xs (T, 2) float32, k_t (T,) number of groups present at round t).
+    """
+    rng = np.random.default_rng(1000 + seed)
+    means = ten_group_means(rng, n_groups)
+    k_t = np.minimum(np.arange(T) // block + 1, n_groups)
+    lab = np.where(rng.random(T) < 0.5, k_t - 1, (rng.random(T) * k_t).astype(int))
+    return (means[lab] + rng.standard_normal((T, 2))).astype(np.float32), k_t
+
+
+def timed(fn, *args, repeats=3):
+    """(output, first call seconds, median of `repeats` further calls)."""
+    t = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - t
+    runs = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        runs.append(time.perf_counter() - t)
+    return out, first, statistics.median(runs)
+
+
+def batched_params(learner, radii, **overrides):
+    B = len(radii)
+    p = learner.params._replace(**{k: jnp.asarray(v) for k, v in overrides.items()})
+    p = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,)), p)
+    return p._replace(radius=jnp.asarray(radii, jnp.float32))
+
+
+_RUNNERS = {}
+
+
+def run_pacbo(learner, streams, seed, **overrides):
+    """All streams at once (run_streams), each with R = its largest norm."""
+    B = len(streams)
+    radii = np.linalg.norm(streams, axis=2).max(1)
+    keys = jax.random.split(jax.random.key(seed), B)
+    states = js.init_streams(learner, keys, streams[:, :0], batched_params(learner, radii, **overrides),
+                             params_batched=True)
+    if id(learner) not in _RUNNERS:  # one compiled function per learner (and shape)
+        _RUNNERS[id(learner)] = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s, trace="info"))
+    t = time.perf_counter()
+    out = jax.block_until_ready(_RUNNERS[id(learner)](keys, streams, states))
+    return out, time.perf_counter() - t
+
+
+def mean_sd(v):
+    v = np.asarray(v, np.float64)
+    return f"{v.mean():.1f} ({v.std(ddof=1):.1f})"
+
+
+def quality(args, learner):
+    S, T = args.seeds, 200
+    print(f"== 1. four groups, T={T}, seeds 0-{S - 1}, p=50, history 256, N={args.n_steps}")
+    data = [four_groups_stream(s, T) for s in range(S)]
+    xs = np.stack([d[0] for d in data])
+    floor = [float(np.sum((x - MEANS4[l]) ** 2)) for x, l in data]
+    for scale in (2.0, 5.0):
+        (st, info), secs = run_pacbo(learner, xs, 0, lambda_scale=scale)
+        k_end = np.asarray(st.n_clusters)
+        cum = np.asarray(info.loss, np.float64).sum(1)
+        tag = "default" if scale == 2.0 else "R online mode"
+        print(f"PACBO lambda_scale={scale:g} ({tag}): k̂ at T = {k_end.tolist()} -> "
+              f"{int(np.sum(k_end == 4))}/{S} seeds at 4; cumulative loss {mean_sd(cum)}; "
+              f"mean acceptance {float(np.mean(info.acceptance_rate)):.3f}; {secs:.1f}s incl. compile")
+        last50 = np.asarray(info.n_clusters)[:, -50:]
+        print(f"    share of rounds 151-200 with k̂=4: {np.mean(last50 == 4):.2f}")
+    okm = kb.online_kmeans(4)
+    keys = jax.random.split(jax.random.key(1), S)
+    st, losses = js.run_streams(okm, keys, xs, js.init_streams(okm, keys, xs[:, :0]))
+    print(f"online k-means (MacQueen, k=4): cumulative loss {mean_sd(np.asarray(losses, np.float64).sum(1))}")
+    gap = jax.jit(lambda key, x: kb.gap_statistic(key, x, 10, n_refs=args.gap_refs))
+    gk = [int(gap(jax.random.key(100 + s), xs[s]).k) for s in range(S)]
+    print(f"Gap statistic (batch, all {T} points, k_max=10, B={args.gap_refs}): k̂ = {gk} -> "
+          f"{sum(k == 4 for k in gk)}/{S} at 4")
+    print(f"loss of the true means (floor): {mean_sd(floor)}")
+
+
+def growing(args, learner):
+    S, T = args.seeds, 200
+    print(f"== 2. ten groups, one more every 20 rounds, T={T}, seeds 0-{S - 1}")
+    data = [growing_groups_stream(s, T) for s in range(S)]
+    xs = np.stack([d[0] for d in data])
+    k_true = np.stack([d[1] for d in data])
+    (st, info), secs = run_pacbo(learner, xs, 2)
+    k_hat = np.asarray(info.n_clusters)
+    err = np.abs(k_hat - k_true)
+    print(f"PACBO: mean |k̂_t − k_t| over t=1..{T}: {err.mean():.2f} "
+          f"(per seed {np.round(err.mean(1), 2).tolist()}); k̂_T = {k_hat[:, -1].tolist()}; {secs:.1f}s")
+    checks = np.arange(args.gap_every, T + 1, args.gap_every)
+    gap = jax.jit(lambda key, x, m: kb.gap_statistic(key, x, 14, n_refs=args.gap_refs, mask=m))
+    t0 = time.perf_counter()
+    res = [[gap(jax.random.key(7 * s + t), xs[s], np.arange(T) < t) for t in checks] for s in range(S)]
+    gk = np.array([[int(r.k) for r in row] for row in res])
+    gmax = np.array([[int(np.argmax(np.asarray(r.gap)[:t])) + 1 for r, t in zip(row, checks)] for row in res])
+    gsecs = time.perf_counter() - t0
+    kt = k_true[:, checks - 1]
+    print(f"at t = {checks.tolist()}: mean |k̂ − k_t| PACBO {np.abs(k_hat[:, checks - 1] - kt).mean():.2f}, "
+          f"Gap statistic (k_max=14, B={args.gap_refs}, data x_1..x_t) {np.abs(gk - kt).mean():.2f} "
+          f"[{gsecs:.0f}s]")
+    print(f"    (Tibshirani's rule takes the first k with Gap(k) >= Gap(k+1) - s_(k+1); with many groups "
+          f"filling the box it stops early. argmax_k Gap(k) instead: {np.abs(gmax - kt).mean():.2f})")
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "pacbo_growing_groups.png")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    t = np.arange(1, T + 1)
+    ax.step(t, k_true[0], where="post", color="k", lw=2, label="true k_t")
+    for s in range(S):
+        ax.plot(t, k_hat[s], color="C0", alpha=0.25, lw=1, label="PACBO k̂_t (each seed)" if s == 0 else None)
+    ax.plot(t, k_hat.mean(0), color="C0", lw=2, label="PACBO, mean over seeds")
+    ax.plot(checks, gk.mean(0), "o", color="C3", label="Gap statistic, mean over seeds")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("number of clusters")
+    ax.set_title(f"Ten groups, one more every 20 rounds ({S} seeds)")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot saved to {path}")
+
+
+def speed(args):
+    print(f"== 3. speed: p=50, N={args.n_steps} steps a round, history 256, on {jax.devices()[0].platform} "
+          f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores)")
+    learner = js.pacbo(50, 256, args.n_steps)
+    xs, _ = four_groups_stream(0, 200)
+    R = float(np.linalg.norm(xs, axis=1).max())
+    params = learner.params._replace(radius=jnp.asarray(R))
+    s0 = learner.init(jax.random.key(0), xs[:0], params)
+    run = jax.jit(lambda k, x, s: js.run_stream(learner, k, x, s, trace="info"))
+    t = time.perf_counter()
+    compiled = run.lower(jax.random.key(1), xs, s0).compile()
+    comp = time.perf_counter() - t
+    (st, info), first, steady = timed(compiled, jax.random.key(1), xs, s0)
+    print(f"one stream, T=200: compile {comp:.1f}s; steady {steady:.2f}s "
+          f"({steady / 200 * 1e3:.1f} ms a round, {steady / (200 * args.n_steps) * 1e6:.1f} µs an MCMC step); "
+          f"k̂_T={int(st.n_clusters)}  [R package, N=100: ~230s]")
+    for B, T in zip(args.batches, args.batch_rounds):
+        streams = np.stack([four_groups_stream(s, T)[0] for s in range(B)])
+        keys = jax.random.split(jax.random.key(2), B)
+        radii = np.full(B, R, np.float32)
+        states = js.init_streams(learner, keys, streams[:, :0], batched_params(learner, radii),
+                                 params_batched=True)
+        runb = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s, trace=None))
+        t = time.perf_counter()
+        cb = runb.lower(keys, streams, states).compile()
+        comp = time.perf_counter() - t
+        _, first, steady = timed(cb, keys, streams, states, repeats=1)
+        print(f"run_streams B={B}, T={T}: compile {comp:.1f}s; {steady:.2f}s -> "
+              f"{B * T / steady:,.0f} stream-rounds/s ({B * T * args.n_steps / steady:,.0f} MCMC steps/s)")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--n-steps", type=int, default=500)
+    ap.add_argument("--gap-refs", type=int, default=10)
+    ap.add_argument("--gap-every", type=int, default=20)
+    ap.add_argument("--batches", type=int, nargs="*", default=[64, 1024])
+    ap.add_argument("--batch-rounds", type=int, nargs="*", default=[20, 5])
+    ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--skip-growing", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    args = ap.parse_args(argv)
+    if len(args.batch_rounds) != len(args.batches):
+        ap.error("--batch-rounds needs one value per --batches value")
+    print(f"jax {jax.__version__}, {jax.devices()}, python {sys.version.split()[0]}")
+    learner = js.pacbo(50, 256, args.n_steps)
+    if not args.skip_quality:
+        quality(args, learner)
+    if not args.skip_growing:
+        growing(args, learner)
+    if not args.skip_speed:
+        speed(args)
+
+
+if __name__ == "__main__":
+    main()
