@@ -59,7 +59,7 @@ def quality(args, learner, run):
         pcs = []
         t = time.perf_counter()
         for xs, _ in streams:
-            losses = np.asarray(princurve.sequential_principal_curve_losses(xs.astype(np.float32), t0=20))
+            losses = np.asarray(princurve.sequential_principal_curve_losses(xs.astype(np.float32), t0=20).losses)
             pcs.append(float(np.nansum(losses[20:])))
         print(f"sequential princurve (HS, refit every round): {np.mean(pcs):.2f} ({np.std(pcs, ddof=1):.2f}) "
               f"in {time.perf_counter() - t:.1f}s  [paper 26.02; R 18.38]")

@@ -19,8 +19,8 @@ Design (see the module functions for the details):
   A vertex's options are: itself, one lattice step towards the mean of the
   points attached to it (Lloyd/Hastie–Stuetzle-like), that mean snapped, and
   one lattice step towards x. In exploration rounds the window is anchored
-  at a uniformly random segment and the steps are ``explore_steps`` lattice
-  steps long.
+  at a random segment, drawn with probability ∝ 1/(1 + points attached to
+  it), and the steps are ``explore_steps`` lattice steps long.
 * The history of past points is a fixed-capacity buffer that stores, per
   point, its squared distance to the current line, its nearest segment and
   the projection parameter. A candidate can only change the loss of points
@@ -504,9 +504,14 @@ def _round(key, state, x, config, inspect):
     n_stored = jnp.where(full, state.n_stored, state.n_stored + 1)
     valid_h = jnp.arange(H) < n_stored
 
-    # Exploration: anchor the window at a random segment, take longer steps.
+    # Exploration: anchor the window at a random segment, drawn with
+    # probability ∝ 1/(1 + points attached to it) so that segments the data
+    # have left (which a window around new points never visits) get revisited
+    # and pruned; take longer steps.
     explore = jax.random.bernoulli(k_exp, prm.epsilon)
-    rnd_seg = jax.random.randint(k_anchor, (), 0, jnp.maximum(ns, 1)).astype(jnp.int32)
+    counts = jnp.zeros((V - 1,), dt).at[hs].add(valid_h.astype(dt))
+    logits = jnp.where(seg_ok, -jnp.log1p(counts), -jnp.inf)
+    rnd_seg = jax.random.categorical(k_anchor, logits).astype(jnp.int32)
     anchor = jnp.where(explore, rnd_seg, seg_x)
     steps = jnp.where(explore, float(config.explore_steps), 1.0)
 
