@@ -6,6 +6,9 @@ from . import principal_curves
 from .principal_curves import SLPC, slpc
 from . import pacbo as clustering
 from .pacbo import PACBO, pacbo
+from . import landmarks, networks
+from . import landmarks as embedding
+from .landmarks import LandmarkMDS, landmark_mds
 
 __version__ = "0.1.0"
 
@@ -14,4 +17,5 @@ __all__ = [
     "run_stream_chunked", "datasets", "geometry",
     "principal_curves", "slpc", "SLPC",
     "clustering", "pacbo", "PACBO",
+    "landmarks", "embedding", "networks", "landmark_mds", "LandmarkMDS",
 ]

@@ -1,0 +1,1028 @@
+"""Online landmark replacement and landmark MDS.
+
+The learner keeps a bounded set of landmarks chosen online from a stream so
+that the landmarks stay a dominating set of a geometric graph whose
+threshold ε only grows (C. Thongprayoon and N. Masuda, Proc. R. Soc. A
+2024), and embeds any point in R^k by landmark MDS (V. de Silva and
+J. B. Tenenbaum, 2004). See ``shared/spec/landmarks.md``.
+
+The algorithm, for an arriving point x (ε the current threshold, L the
+landmarks, n_L = ``max_landmarks``):
+
+1. x is within ε of a landmark (covered): L does not change.
+2. Otherwise, if |L| < n_L, x becomes a landmark.
+3. Otherwise (degree rule of Hjuler et al., STACS 2019): with |E| the number
+   of edges of the graph G_ε of buffered points (x included), x is added to L
+   when deg(x) <= 2·sqrt(|E|), else its neighbour of smallest degree (ties:
+   the earliest arrival), which has deg <= sqrt(|E|). Then ε grows to the
+   smallest value >= ε at which some landmark is redundant (all of its closed
+   neighbourhood is covered by other landmarks) and that landmark is removed;
+   ties go to the landmark that arrived earliest.
+
+How ε growth is computed (no sorted list of all pairs). Landmark u is
+redundant at ε iff ``max{m_u(v) : d(u, v) <= ε} <= ε`` with ``m_u(v)`` the
+distance from v to the nearest landmark other than u. A point v whose nearest
+landmark is not u has ``m_u(v) <= d(u, v)``, so it can never violate the
+condition for u; only the points that u owns (u is their nearest landmark,
+first slot on ties) matter, and for them ``m_u(v)`` is the distance to the
+second-nearest landmark. So one sort of the buffered points by
+(owner, distance to owner), a segmented prefix maximum of the second-nearest
+distances, and a segmented minimum give, for every landmark at once, the
+smallest feasible ε: on the stretch between two consecutive owned distances
+``a_i <= ε' < a_{i+1}`` the condition is ``ε' >= G_i`` (the prefix maximum),
+so the first feasible value there is ``max(a_i, G_i, ε)``. That is the
+spec's prefix-max formulation restricted to the points that can matter:
+O(N log N) after the O(N·N) distance pass, instead of one sort per
+landmark.
+
+Memory is bounded by static capacities: ``max_landmarks`` and
+``buffer_size`` (the points that form the graph). When the buffer is full,
+the oldest point that is not a landmark is evicted (landmarks are never
+evicted; ``buffer_size >= max_landmarks + 1`` guarantees a candidate). With
+``buffer_size`` at least the stream's length the algorithm is the paper's,
+unbounded one.
+
+Distances: Euclidean by default, any jax-traceable symmetric metric
+``metric(a, b) -> scalar`` on points of shape (p,), or ``"precomputed"``:
+stream items are indices (shape (1,), see `index_stream`) into a distance
+matrix that travels in the params (``Params.distances``).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple, Optional, Union
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._checks import check_capacity, check_point, check_points, is_concrete
+from ._core import StreamLearner, run_stream
+
+Array = jax.Array
+Metric = Union[None, str, Callable[[Array, Array], Array]]
+
+_IMAX = np.iinfo(np.int32).max
+
+__all__ = [
+    "Params", "State", "Info", "Embedding", "LMDSModel", "default_params", "init", "build_update",
+    "landmark_mds", "LandmarkMDS", "lmds_fit", "lmds_transform", "lmds_embed", "embedding",
+    "landmarks", "predict", "loss", "pairwise_distances", "normalized_stress", "landmark_stress",
+    "index_stream", "check_eigen", "CASE_COVERED", "CASE_ADDED", "CASE_REPLACED",
+]
+
+CASE_COVERED, CASE_ADDED, CASE_REPLACED = 1, 2, 3
+
+
+# ---------------------------------------------------------------------------
+# Distances
+# ---------------------------------------------------------------------------
+
+class _Dist(NamedTuple):
+    """Internal: ``dist(params, A, B)`` and ``sqdist(params, A, B)``, (m, p) x (n, p) -> (m, n)."""
+
+    dist: Callable
+    sqdist: Callable
+    precomputed: bool
+    callable_metric: bool
+
+
+def _euclid_sq(A, B):
+    # Unrolled over coordinates: XLA:CPU is several times faster on this than on
+    # a reduction over a short minor axis, and every entry is summed in the same
+    # order wherever it is computed (consistent ties at ε).
+    if A.shape[-1] > 64:
+        diff = A[:, None, :] - B[None, :, :]
+        return jnp.sum(diff * diff, axis=-1)
+    acc = jnp.zeros((A.shape[0], B.shape[0]), jnp.result_type(A, B))
+    for c in range(A.shape[-1]):
+        diff = A[:, c, None] - B[None, :, c]
+        acc = acc + diff * diff
+    return acc
+
+
+def _make_dist(metric: Metric) -> _Dist:
+    # One _Dist per metric, so that equal configurations compare equal and share
+    # compiled code (see _kernels).
+    if metric is None or (isinstance(metric, str) and metric == "euclidean"):
+        return _dist_for("euclidean")
+    if isinstance(metric, str) and metric == "precomputed":
+        return _dist_for("precomputed")
+    if callable(metric):
+        return _dist_for(metric)
+    raise ValueError(f"metric must be None, 'euclidean', 'precomputed' or a callable metric(a, b); got {metric!r}")
+
+
+@functools.lru_cache(maxsize=128)
+def _dist_for(metric) -> _Dist:
+    if isinstance(metric, str) and metric == "euclidean":
+        return _Dist(lambda p, A, B: jnp.sqrt(_euclid_sq(A, B)), lambda p, A, B: _euclid_sq(A, B),
+                     False, False)
+    if isinstance(metric, str) and metric == "precomputed":
+        def dist(p, A, B):
+            i = A[:, 0].astype(jnp.int32)
+            j = B[:, 0].astype(jnp.int32)
+            return p.distances[i[:, None], j[None, :]]
+        return _Dist(dist, lambda p, A, B: dist(p, A, B) ** 2, True, False)
+    if callable(metric):
+        f = jax.vmap(jax.vmap(metric, in_axes=(None, 0)), in_axes=(0, None))
+        return _Dist(lambda p, A, B: f(A, B), lambda p, A, B: f(A, B) ** 2, False, True)
+    raise AssertionError(metric)
+
+
+def pairwise_distances(A, B=None, metric: Metric = None) -> Array:
+    """Distances between two sets of points.
+
+    Args:
+      A: (m, p) points.
+      B: (n, p) points; None for ``B = A``.
+      metric: None / ``"euclidean"`` or a jax-traceable ``metric(a, b) -> scalar``.
+
+    Returns:
+      (m, n) distance matrix.
+    """
+    if isinstance(metric, str) and metric == "precomputed":
+        raise ValueError("pairwise_distances needs points; with precomputed distances index the matrix directly")
+    A = jnp.asarray(A)
+    B = A if B is None else jnp.asarray(B)
+    return _pairwise_jit(A, B, _make_dist(metric))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _pairwise_jit(A, B, dist):
+    return dist.dist(None, A, B)
+
+
+def index_stream(n: int, start: int = 0) -> np.ndarray:
+    """Stream items for ``metric="precomputed"``: indices start..start+n-1 as an (n, 1) float array."""
+    return np.arange(start, start + n, dtype=np.float64)[:, None]
+
+
+# ---------------------------------------------------------------------------
+# Landmark MDS
+# ---------------------------------------------------------------------------
+
+class LMDSModel(NamedTuple):
+    """Classical MDS of the landmarks and the out-of-sample map.
+
+    A point with squared distances ``delta`` (n,) to the landmarks is embedded
+    at ``delta @ weights + offset`` which is ``-1/2 · L# (delta - delta_mu)``.
+
+    Attributes:
+      coords: (n, k) landmark coordinates, rows ``sqrt(λ_i) v_i`` (zero rows
+        for masked landmarks).
+      weights: (n, k) equal to ``-1/2 · L#ᵀ`` (masked rows zero).
+      offset: (k,) equal to ``1/2 · L# delta_mu``.
+      eigvals: (k,) the top k eigenvalues of B, descending.
+      n_positive: int32, number of eigenvalues of B that are positive (above a
+        relative tolerance). Coordinates for the dimensions ``i >= n_positive``
+        are zero.
+      mask: (n,) bool, which landmarks were used.
+    """
+
+    coords: Array
+    weights: Array
+    offset: Array
+    eigvals: Array
+    n_positive: Array
+    mask: Array
+
+
+@functools.partial(jax.jit, static_argnames=("n_components", "rtol"))
+def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None) -> LMDSModel:
+    """Classical MDS of the landmarks (traceable; flags instead of raising).
+
+    B = -1/2 · H Δ H with H the centring over the unmasked landmarks; its top
+    k eigenpairs (eigh) give the landmark coordinates and the pseudo-inverse
+    transpose L# (rows ``v_iᵀ / sqrt(λ_i)``).
+
+    Args:
+      sq_dist: (n, n) squared distances between landmarks.
+      n_components: k, the embedding dimension (static).
+      mask: optional (n,) bool, landmarks to use (the others are ignored and
+        get zero coordinates).
+      rtol: eigenvalues <= ``rtol · max|λ|`` count as non-positive; default
+        ``10 · n · machine epsilon``.
+
+    Returns:
+      `LMDSModel`. If fewer than k eigenvalues are positive,
+      ``n_positive < k`` and the missing dimensions are zero (see
+      `check_eigen` for a host-side error).
+    """
+    sq = jnp.asarray(sq_dist)
+    n = sq.shape[0]
+    if sq.ndim != 2 or sq.shape[1] != n:
+        raise ValueError(f"sq_dist must be square (n, n); got {tuple(sq.shape)}")
+    k = int(n_components)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_components must be in [1, n_landmarks={n}]; got {k}")
+    mask = jnp.ones((n,), bool) if mask is None else jnp.asarray(mask, bool)
+    w = mask.astype(sq.dtype)
+    mm = mask[:, None] & mask[None, :]
+    sq = jnp.where(mm, sq, 0.0)
+    cnt = jnp.maximum(jnp.sum(w), 1.0)
+    delta_mu = (sq @ w) / cnt
+    total = jnp.sum(delta_mu * w) / cnt
+    B = -0.5 * (sq - delta_mu[:, None] - delta_mu[None, :] + total)
+    B = jnp.where(mm, B, 0.0)
+    lam_all, V = jnp.linalg.eigh(B)
+    if rtol is None:
+        rtol = 10.0 * n * float(jnp.finfo(sq.dtype).eps)
+    tol = rtol * jnp.max(jnp.abs(lam_all))
+    n_pos = jnp.sum(lam_all > tol).astype(jnp.int32)
+    lam = lam_all[::-1][:k]
+    V = V[:, ::-1][:, :k] * w[:, None]
+    pos = lam > tol
+    root = jnp.sqrt(jnp.where(pos, lam, 1.0))
+    coords = jnp.where(pos, V * root, 0.0)
+    pinv_t = jnp.where(pos, V / root, 0.0)  # (n, k): L#ᵀ
+    weights = -0.5 * pinv_t
+    offset = 0.5 * (delta_mu @ pinv_t)
+    return LMDSModel(coords, weights, offset, lam, n_pos, mask)
+
+
+@jax.jit
+def lmds_transform(model: LMDSModel, sq_dist_x) -> Array:
+    """Out-of-sample embedding ``y = -1/2 · L# (δ_x − δ_μ)``.
+
+    Args:
+      model: from `lmds_fit`.
+      sq_dist_x: (..., n) squared distances from points to the landmarks.
+
+    Returns:
+      (..., k) coordinates.
+    """
+    delta = jnp.where(model.mask, jnp.asarray(sq_dist_x), 0.0)
+    return delta @ model.weights + model.offset
+
+
+def check_eigen(n_positive, n_components: int) -> None:
+    """Host-side error when fewer eigenvalues are positive than the embedding needs."""
+    n_positive = int(n_positive)
+    if n_positive < n_components:
+        raise ValueError(
+            f"landmark MDS: only {n_positive} eigenvalue(s) of the centred landmark matrix are positive, "
+            f"fewer than n_components={n_components}; the landmarks span fewer dimensions than asked "
+            "(too few or degenerate landmarks, or a strongly non-Euclidean metric). Lower n_components "
+            "or use more landmarks.")
+
+
+def lmds_embed(landmarks, points, n_components: int = 2, metric: Metric = None):
+    """Host-side convenience: landmark MDS of `points` with the given landmarks.
+
+    Args:
+      landmarks: (n, p) landmark points.
+      points: (m, p) points to embed.
+      n_components: k.
+      metric: as in `pairwise_distances`.
+
+    Returns:
+      ``(Y (m, k), landmark_coords (n, k))``.
+
+    Raises:
+      ValueError: on fewer than k positive eigenvalues, or bad input.
+    """
+    L = check_points(landmarks, "landmarks", min_rows=1)
+    X = check_points(points, "points", dim=L.shape[1])
+    if n_components >= L.shape[0]:
+        raise ValueError(f"n_components={n_components} needs at least {n_components + 1} landmarks; got {L.shape[0]}")
+    model, Y = _lmds_embed_jit(L, X, n_components, _make_dist(metric))
+    check_eigen(model.n_positive, n_components)
+    return Y, model.coords
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _lmds_embed_jit(L, X, k, dist):
+    model = lmds_fit(dist.sqdist(None, L, L), k)
+    return model, lmds_transform(model, dist.sqdist(None, X, L))
+
+
+# ---------------------------------------------------------------------------
+# Quality measures
+# ---------------------------------------------------------------------------
+
+@jax.jit
+def normalized_stress(dist, Y) -> Array:
+    """Normalised stress σ = sqrt(Σ_{i<j} (d_ij − ||y_i − y_j||)² / Σ_{i<j} d_ij²).
+
+    Args:
+      dist: (n, n) symmetric original distances.
+      Y: (n, k) embedding.
+
+    Returns:
+      scalar σ.
+    """
+    dist = jnp.asarray(dist)
+    dy = jnp.sqrt(jnp.maximum(_euclid_sq(Y, Y), 0.0))
+    iu = jnp.triu(jnp.ones(dist.shape, bool), 1)
+    num = jnp.sum(jnp.where(iu, (dist - dy) ** 2, 0.0))
+    den = jnp.sum(jnp.where(iu, dist ** 2, 0.0))
+    return jnp.sqrt(num / den)
+
+
+@jax.jit
+def landmark_stress(dist, Y, landmark_idx) -> Array:
+    """σ_L: the normalised stress over landmark pairs only.
+
+    Args:
+      dist: (n, n) distances between all points.
+      Y: (n, k) embedding of all points.
+      landmark_idx: (n_L,) integer indices of the landmarks.
+    """
+    idx = jnp.asarray(landmark_idx)
+    return normalized_stress(jnp.asarray(dist)[idx][:, idx], jnp.asarray(Y)[idx])
+
+
+# ---------------------------------------------------------------------------
+# The online learner: pytrees
+# ---------------------------------------------------------------------------
+
+class Params(NamedTuple):
+    """Numeric parameters (vmappable).
+
+    Attributes:
+      eps0: initial threshold ε (default 0: only duplicates are covered; the
+        authors use 1e-20).
+      distances: (n_items, n_items) distance matrix for
+        ``metric="precomputed"``; shape (0, 0) otherwise.
+    """
+
+    eps0: Array
+    distances: Array
+
+
+class Embedding(NamedTuple):
+    """The landmark MDS of the current landmarks, in compact form.
+
+    Attributes:
+      slots: (n_L,) int32 buffer slots of the landmarks (0 for padding).
+      ids: (n_L,) int32 arrival indices of the landmarks (-1 for padding).
+      mask: (n_L,) bool.
+      coords: (n_L, k) landmark coordinates (aligned when ``align=True``).
+      weights: (n_L, k), offset: (k,): a point with squared distances δ (n_L,)
+        to the landmarks is embedded at ``δ @ weights + offset``.
+      eigvals: (k,) top eigenvalues of B.
+      n_positive: int32, number of positive eigenvalues of B; fewer than k
+        means the trailing coordinates are zero (the documented traced
+        behaviour; the wrapper raises).
+    """
+
+    slots: Array
+    ids: Array
+    mask: Array
+    coords: Array
+    weights: Array
+    offset: Array
+    eigvals: Array
+    n_positive: Array
+
+
+class State(NamedTuple):
+    """Learner state (fixed shapes; N = buffer_size, p = point size).
+
+    Attributes:
+      points: (N, p) buffered points (items are indices for precomputed).
+      valid: (N,) bool, occupied slots.
+      arrival: (N,) int32 arrival index of each slot's point (-1 when empty).
+      is_landmark: (N,) bool.
+      eps: scalar threshold ε (non-decreasing).
+      n_seen: int32, points seen so far (the next arrival index).
+      dist: (N, N) cached distances between buffered points when
+        ``cache_distances``; shape (0, 0) otherwise.
+      embedding: `Embedding` kept up to date by `update` when ``align=True``
+        (zeros otherwise).
+      params: `Params`.
+    """
+
+    points: Array
+    valid: Array
+    arrival: Array
+    is_landmark: Array
+    eps: Array
+    n_seen: Array
+    dist: Array
+    embedding: Embedding
+    params: Params
+
+
+class Info(NamedTuple):
+    """What happened at one arrival.
+
+    Attributes:
+      loss: prequential loss, the squared distance from x to its nearest
+        landmark before the update (the squared covering radius at x; x is
+        covered iff ``loss <= eps_before²``).
+      case: 1 (covered), 2 (added, |L| < n_L) or 3 (uncovered with |L| = n_L:
+        degree rule and ε growth).
+      replaced: True when the landmark set changed by a swap (case 3 and the
+        removed landmark is not the one just added).
+      eps: ε after the update.
+      added: arrival index of the landmark added (x, or x's neighbour under
+        the degree rule), -1 if none.
+      removed: arrival index of the landmark removed in case 3, -1 if none.
+      evicted: arrival index of the buffered point evicted to make room for
+        x, -1 if none.
+      n_landmarks: |L| after the update.
+    """
+
+    loss: Array
+    case: Array
+    replaced: Array
+    eps: Array
+    added: Array
+    removed: Array
+    evicted: Array
+    n_landmarks: Array
+
+
+class _Cfg(NamedTuple):
+    max_landmarks: int
+    buffer_size: int
+    n_components: int
+    align: bool
+    cache: bool
+    dist: _Dist
+
+
+def default_params(eps0: float = 0.0, distances=None) -> Params:
+    """Default numeric parameters.
+
+    Args:
+      eps0: initial ε (0: the first points are isolated).
+      distances: (n, n) matrix for ``metric="precomputed"``; None otherwise.
+    """
+    if distances is None:
+        D = jnp.zeros((0, 0))
+    else:
+        D = np.asarray(distances) if is_concrete(distances) else distances
+        if is_concrete(D):
+            _check_distance_matrix(D)
+        D = jnp.asarray(D)
+    return Params(jnp.asarray(eps0, D.dtype), D)
+
+
+def _check_distance_matrix(D: np.ndarray) -> None:
+    if D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] == 0:
+        raise ValueError(f"distances must be a non-empty square (n, n) matrix; got shape {D.shape}")
+    if not np.isfinite(D).all():
+        raise ValueError("distances contain NaN or inf")
+    if (D < 0).any():
+        raise ValueError("distances must be non-negative")
+    if not np.array_equal(D, D.T):
+        raise ValueError("distances must be exactly symmetric (use (D + D.T) / 2)")
+    if (np.diag(D) != 0).any():
+        raise ValueError("distances must have a zero diagonal")
+
+
+# ---------------------------------------------------------------------------
+# The online learner: algorithm
+# ---------------------------------------------------------------------------
+
+def _empty_embedding(n_L: int, k: int, dtype) -> Embedding:
+    return Embedding(jnp.zeros((n_L,), jnp.int32), jnp.full((n_L,), -1, jnp.int32), jnp.zeros((n_L,), bool),
+                     jnp.zeros((n_L, k), dtype), jnp.zeros((n_L, k), dtype), jnp.zeros((k,), dtype),
+                     jnp.zeros((k,), dtype), jnp.zeros((), jnp.int32))
+
+
+def _empty_state(cfg: _Cfg, p: int, dtype, params: Params) -> State:
+    N = cfg.buffer_size
+    dist = jnp.zeros((N, N) if cfg.cache else (0, 0), dtype)
+    return State(points=jnp.zeros((N, p), dtype), valid=jnp.zeros((N,), bool),
+                 arrival=jnp.full((N,), -1, jnp.int32), is_landmark=jnp.zeros((N,), bool),
+                 eps=jnp.asarray(params.eps0, dtype), n_seen=jnp.zeros((), jnp.int32), dist=dist,
+                 embedding=_empty_embedding(cfg.max_landmarks, cfg.n_components, dtype), params=params)
+
+
+def _landmark_slots(state: State, n_L: int):
+    slots = jnp.nonzero(state.is_landmark, size=n_L, fill_value=0)[0].astype(jnp.int32)
+    mask = jnp.arange(n_L) < jnp.sum(state.is_landmark)
+    return slots, mask
+
+
+def _fresh_embedding(state: State, cfg: _Cfg) -> Embedding:
+    """Landmark MDS of the current landmarks (no alignment)."""
+    slots, mask = _landmark_slots(state, cfg.max_landmarks)
+    if cfg.cache:
+        sq = state.dist[slots][:, slots] ** 2
+    else:
+        P = state.points[slots]
+        sq = cfg.dist.sqdist(state.params, P, P)
+    m = lmds_fit(sq, cfg.n_components, mask)
+    ids = jnp.where(mask, state.arrival[slots], -1)
+    return Embedding(slots, ids, mask, m.coords, m.weights, m.offset, m.eigvals, m.n_positive)
+
+
+def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
+    """Align `new` to `ref` on the landmarks they share (rotation/reflection + translation).
+
+    Translation is included because the landmark MDS is centred on the
+    landmarks' centroid, which moves when a landmark is swapped. With fewer
+    than k + 1 shared landmarks the rotation is not determined and only the
+    translation is applied (none without shared landmarks).
+    """
+    k = new.coords.shape[1]
+    match = (new.ids[:, None] == ref.ids[None, :]) & new.mask[:, None] & ref.mask[None, :]
+    has = jnp.any(match, axis=1)
+    P = ref.coords[jnp.argmax(match, axis=1)]
+    w = has.astype(new.coords.dtype)
+    n = jnp.sum(w)
+    safe_n = jnp.maximum(n, 1.0)
+    cY = (w @ new.coords) / safe_n
+    cP = (w @ P) / safe_n
+    M = ((new.coords - cY) * w[:, None]).T @ (P - cP)
+    U, _, Vt = jnp.linalg.svd(M)
+    R = jnp.where(n >= k + 1, U @ Vt, jnp.eye(k, dtype=M.dtype))
+    shift = jnp.where(n >= 1, cP - cY @ R, jnp.zeros_like(cP))
+    coords = jnp.where(new.mask[:, None], new.coords @ R + shift, 0.0)
+    return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
+
+
+def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
+    """Smallest ε' >= eps at which some landmark is redundant, for every landmark.
+
+    Landmark u is redundant at ε' iff ``G_u(ε') <= ε'`` with
+    ``G_u(ε') = max{m_u(v) : d(u, v) <= ε'}`` (the spec's prefix maximum) and
+    ``m_u(v)`` the distance from v to the nearest other landmark. Only the
+    points v that u owns (u is their nearest landmark) can have
+    ``m_u(v) > d(u, v)``, so G_u only needs those. Because G_u is
+    non-decreasing, iterating ``c <- max(c, G_u(c))`` from c = eps climbs
+    through infeasible values only (every ε' in [c, G_u(c)) has
+    G_u(ε') >= G_u(c) > ε') and stops at the smallest fixed point, i.e. the
+    smallest feasible ε' >= eps. All landmarks iterate together; each round
+    is O(N) and the number of rounds is the longest chain of nested
+    private-neighbour intervals, typically a handful.
+
+    Args:
+      DL: (R, N) distances from the R landmark rows to the buffered points
+        (inf for empty slots, 0 from a landmark to itself).
+      lm_valid: (R,) bool, rows that are landmarks.
+      lm_arrival: (R,) int32 arrival index of each row (tie rule).
+      valid: (N,) bool occupied buffer slots.
+      eps: current ε.
+
+    Returns:
+      ``(eps_new, row_removed, eps_per_row)``; ties go to the earliest
+      arrival.
+    """
+    R, N = DL.shape
+    DL = jnp.where(lm_valid[:, None], DL, jnp.inf)
+    own = jnp.argmin(DL, axis=0).astype(jnp.int32)
+    cols = jnp.arange(N)
+    a = DL[own, cols]
+    m = jnp.min(DL.at[own, cols].set(jnp.inf), axis=0)
+    live = valid & (m > a)  # points whose private interval [a, m) is not empty
+
+    def body(carry):
+        c, _ = carry
+        cv = c[own]
+        viol = live & (a <= cv) & (m > cv)
+        c_new = c.at[own].max(jnp.where(viol, m, -jnp.inf))
+        return c_new, jnp.any(c_new > c)
+
+    c0 = jnp.full((R,), eps, DL.dtype)
+    c, _ = lax.while_loop(lambda carry: carry[1], body, (c0, jnp.array(True)))
+    eps_u = jnp.where(lm_valid, c, jnp.inf)
+    eps_new = jnp.min(eps_u)
+    tied = lm_valid & (eps_u == eps_new)
+    rm = jnp.argmin(jnp.where(tied, lm_arrival, _IMAX)).astype(jnp.int32)
+    return eps_new, rm, eps_u
+
+
+def _full_dist(state: State, slot, dx, cfg: _Cfg):
+    """(N, N) distances of buffered points: inf for empty slots, 0 on the diagonal."""
+    N = cfg.buffer_size
+    if cfg.cache:
+        D = state.dist
+    else:
+        D = cfg.dist.dist(state.params, state.points, state.points)
+        D = D.at[slot].set(dx).at[:, slot].set(dx)
+    eye = jnp.eye(N, dtype=bool)
+    vv = state.valid[:, None] & state.valid[None, :]
+    return jnp.where(vv, jnp.where(eye, 0.0, D), jnp.inf)
+
+
+def _case3(state: State, slot, dx, cfg: _Cfg):
+    """Degree rule, ε growth and removal (x is already in the buffer at `slot`).
+
+    |E| is only needed to decide deg(x) <= 2·sqrt(|E|). The edges incident to
+    the landmarks or to x are a lower bound on |E| that costs O(n_L·N); only
+    when it does not settle the rule are all O(N²) pairs counted.
+    """
+    N, n_L = cfg.buffer_size, cfg.max_landmarks
+    eps, valid = state.eps, state.valid
+    slots, _ = _landmark_slots(state, n_L)  # exactly n_L landmarks in case 3
+    if cfg.cache:
+        DL = state.dist[slots]
+    else:
+        DL = cfg.dist.dist(state.params, state.points[slots], state.points)
+    rows = jnp.arange(n_L)
+    DL = jnp.where(valid[None, :], DL, jnp.inf).at[rows, slots].set(0.0).at[:, slot].set(dx[slots])
+    self_ = slots[:, None] == jnp.arange(N)[None, :]
+    adjL = (DL <= eps) & ~self_
+    ll_twice = jnp.sum(adjL[:, slots], dtype=jnp.int32)
+    deg_x = jnp.sum(dx <= eps, dtype=jnp.int32) - 1  # dx[slot] = 0 counts x itself
+    e_low = jnp.sum(adjL, dtype=jnp.int32) - ll_twice // 2 + deg_x
+
+    def exact(_):
+        D = _full_dist(state, slot, dx, cfg)
+        adj = (D <= eps) & ~jnp.eye(N, dtype=bool)
+        deg = jnp.sum(adj, axis=1, dtype=jnp.int32)
+        # deg(x) <= 2 sqrt(|E|)  <=>  deg(x)^2 <= 4|E| = 2·sum(deg), in exact integer arithmetic.
+        use_x = deg[slot] * deg[slot] <= 2 * jnp.sum(deg)
+        nb = adj[slot]
+        min_deg = jnp.min(jnp.where(nb, deg, _IMAX))
+        cand = nb & (deg == min_deg)
+        u = jnp.argmin(jnp.where(cand, state.arrival, _IMAX)).astype(jnp.int32)
+        new = jnp.where(use_x, slot, u)
+        return new, D[new]
+
+    new, row = lax.cond(deg_x * deg_x <= 4 * e_low, lambda _: (slot, dx), exact, None)
+    slots1 = jnp.concatenate([slots, new[None]])
+    DL1 = jnp.concatenate([DL, row[None]], axis=0)
+    eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), state.arrival[slots1], valid, eps)
+    rm = slots1[rm_row]
+    lm = state.is_landmark.at[new].set(True).at[rm].set(False)
+    return state._replace(is_landmark=lm, eps=eps_new), state.arrival[new], state.arrival[rm]
+
+
+def _step(state: State, x, cfg: _Cfg):
+    """One arrival; returns (new_state, info)."""
+    params = state.params
+    lm = state.is_landmark
+    if cfg.dist.precomputed or cfg.dist.callable_metric:
+        dx = cfg.dist.dist(params, x[None], state.points)[0]
+        sq = dx * dx
+    else:  # squared distances first, so that the loss is differentiable at 0
+        sq = cfg.dist.sqdist(params, x[None], state.points)[0]
+        dx = jnp.sqrt(sq)
+    dx = jnp.where(state.valid, dx, jnp.inf)
+    loss = jnp.min(jnp.where(lm & state.valid, sq, jnp.inf))
+    covered = jnp.any(lm & (dx <= state.eps))
+    n_lm = jnp.sum(lm)
+
+    free = ~state.valid
+    has_free = jnp.any(free)
+    oldest = jnp.argmin(jnp.where(state.valid & ~lm, state.arrival, _IMAX))
+    slot = jnp.where(has_free, jnp.argmax(free), oldest).astype(jnp.int32)
+    evicted = jnp.where(has_free, -1, state.arrival[slot])
+    t = state.n_seen
+    dx = dx.at[slot].set(0.0)
+    case = jnp.where(covered, CASE_COVERED, jnp.where(n_lm < cfg.max_landmarks, CASE_ADDED, CASE_REPLACED))
+    s = state._replace(
+        points=state.points.at[slot].set(x.astype(state.points.dtype)),
+        valid=state.valid.at[slot].set(True),
+        arrival=state.arrival.at[slot].set(t),
+        is_landmark=lm.at[slot].set(case == CASE_ADDED),
+        n_seen=t + 1,
+        dist=state.dist.at[slot].set(dx).at[:, slot].set(dx) if cfg.cache else state.dist,
+    )
+    s, added, removed = lax.cond(
+        case == CASE_REPLACED,
+        lambda s_: _case3(s_, slot, dx, cfg),
+        lambda s_: (s_, jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1)),
+        s)
+    replaced = (case == CASE_REPLACED) & (removed != added)
+    if cfg.align:
+        changed = (case == CASE_ADDED) | replaced
+        emb = lax.cond(changed, lambda s_: _procrustes(_fresh_embedding(s_, cfg), s_.embedding),
+                       lambda s_: s_.embedding, s)
+        s = s._replace(embedding=emb)
+    info = Info(loss=loss, case=case.astype(jnp.int32), replaced=replaced, eps=s.eps, added=added,
+                removed=removed, evicted=evicted.astype(jnp.int32),
+                n_landmarks=jnp.sum(s.is_landmark).astype(jnp.int32))
+    return s, info
+
+
+def _check_items(x, cfg: _Cfg, params: Params, name: str) -> None:
+    """Host-side check that precomputed stream items are valid indices."""
+    if not cfg.dist.precomputed or not is_concrete(x) or not is_concrete(params.distances):
+        return
+    x = np.asarray(x)
+    n = np.shape(params.distances)[0]
+    if n == 0:
+        raise ValueError("metric='precomputed' needs a distance matrix: pass distances=... to landmark_mds "
+                         "or to default_params")
+    if x.shape[-1] != 1:
+        raise ValueError(f"{name}: with metric='precomputed' items are indices of shape (1,); got {x.shape}")
+    bad = (x != np.round(x)) | (x < 0) | (x >= n)
+    if bad.any():
+        raise ValueError(f"{name}: precomputed items must be integer indices in [0, {n}); "
+                         f"first bad value {x[bad][0]!r}")
+
+
+def _first_state(cfg: _Cfg, x, dtype, params: Params) -> State:
+    """The state after the first point: what `_step` gives on an empty state, built directly."""
+    s = _empty_state(cfg, x.shape[0], dtype, params)
+    s = s._replace(points=s.points.at[0].set(x.astype(dtype)), valid=s.valid.at[0].set(True),
+                   arrival=s.arrival.at[0].set(0), is_landmark=s.is_landmark.at[0].set(True),
+                   n_seen=jnp.ones((), jnp.int32))
+    if cfg.align:  # one landmark: the MDS is the origin, with no positive eigenvalue
+        e = s.embedding
+        s = s._replace(embedding=e._replace(ids=e.ids.at[0].set(0), mask=e.mask.at[0].set(True)))
+    return s
+
+
+@functools.lru_cache(maxsize=64)
+def _init_scan(cfg: _Cfg):
+    return jax.jit(lambda s, xs: lax.scan(lambda s_, x: _step(s_, x, cfg), s, xs)[0])
+
+
+def init(key, x_init, params: Params, *, cfg: _Cfg) -> State:
+    """Build the state from the first points (they arrive one by one as in `update`).
+
+    With ε = eps0 = 0 the first ``max_landmarks`` distinct points become the
+    landmarks, as in the paper. `key` is accepted for the common learner
+    shape; the algorithm is deterministic.
+    """
+    del key
+    x_init = check_points(x_init, "x_init", min_rows=1)
+    if cfg.dist.precomputed:
+        if x_init.shape[1] != 1:
+            raise ValueError(f"with metric='precomputed' x_init holds indices, shape (n0, 1); got {tuple(x_init.shape)}")
+        _check_items(x_init, cfg, params, "x_init")
+    dtype = x_init.dtype if not cfg.dist.precomputed else jnp.asarray(params.distances).dtype
+    x_init = x_init.astype(dtype)
+    state = _first_state(cfg, x_init[0], dtype, params)
+    if x_init.shape[0] > 1:
+        state = _init_scan(cfg)(state, x_init[1:])
+    return state
+
+
+def build_update(cfg: _Cfg):
+    """The kernel ``update(key, state, x[p]) -> (state, info)`` for a configuration."""
+
+    def update(key, state: State, x):
+        del key
+        check_point(x, state.points.shape[1])
+        return _step(state, x, cfg)
+
+    return update
+
+
+def embedding(state: State, *, n_components: int, metric: Metric = None, align: bool = False) -> Embedding:
+    """The landmark MDS of the current landmarks.
+
+    With ``align=True`` the state's tracked (aligned) embedding is returned;
+    otherwise it is computed from the landmarks (one eigendecomposition).
+    `n_components`, `metric` and `align` must match the learner's.
+    """
+    if align:
+        return state.embedding
+    cfg = _make_cfg(int(state.embedding.mask.shape[0]), state.points.shape[0], n_components, False, metric,
+                    state.dist.shape[0] > 0)
+    return _fresh_embedding(state, cfg)
+
+
+def _embed_points(state: State, emb: Embedding, x, cfg: _Cfg):
+    single = x.ndim == 1
+    X = x[None] if single else x
+    sq = cfg.dist.sqdist(state.params, X, state.points[emb.slots])
+    y = jnp.where(emb.mask, sq, 0.0) @ emb.weights + emb.offset
+    return y[0] if single else y
+
+
+def predict(state: State, x, *, cfg: _Cfg):
+    """Embedding of x (p,) or (m, p) under the current landmarks -> (k,) or (m, k).
+
+    With ``align=True`` the tracked embedding is used (aligned by orthogonal
+    Procrustes to the previous one each time the landmarks changed), so
+    consecutive predictions do not flip; otherwise it is computed afresh.
+    Dimensions beyond ``embedding.n_positive`` are zero.
+    """
+    emb = state.embedding if cfg.align else _fresh_embedding(state, cfg)
+    return _embed_points(state, emb, jnp.asarray(x), cfg)
+
+
+def loss(state: State, x, *, cfg: _Cfg):
+    """Squared distance from x (p,) to its nearest landmark (inf with no landmark)."""
+    sq = cfg.dist.sqdist(state.params, jnp.asarray(x)[None], state.points)[0]
+    return jnp.min(jnp.where(state.is_landmark & state.valid, sq, jnp.inf))
+
+
+def landmarks(state: State):
+    """The current landmarks in compact form (host-side; concrete state).
+
+    Returns:
+      ``(points (n, p), arrival_indices (n,), slots (n,))`` sorted by arrival.
+    """
+    lm = np.asarray(state.is_landmark)
+    slots = np.flatnonzero(lm)
+    arr = np.asarray(state.arrival)[slots]
+    order = np.argsort(arr, kind="stable")
+    slots = slots[order]
+    return np.asarray(state.points)[slots], arr[order], slots
+
+
+def _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances) -> _Cfg:
+    n_L = check_capacity(max_landmarks, "max_landmarks", 1)
+    N = check_capacity(10 * n_L if buffer_size is None else buffer_size, "buffer_size", n_L + 1)
+    if N > 40000:
+        raise ValueError(f"buffer_size={N} is too large (degrees are int32 and the graph pass is O(N^2))")
+    k = check_capacity(n_components, "n_components", 1)
+    dist = _make_dist(metric)
+    cache = dist.callable_metric if cache_distances is None else bool(cache_distances)
+    if dist.precomputed:
+        cache = False  # a lookup is as cheap as the cache
+    return _Cfg(n_L, N, k, bool(align), cache, dist)
+
+
+def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
+                 metric: Metric = None, distances=None, align: bool = False,
+                 cache_distances: Optional[bool] = None, eps0: float = 0.0) -> StreamLearner:
+    """Online landmark replacement with landmark MDS, as a `StreamLearner`.
+
+    Args:
+      max_landmarks: n_L, the most landmarks kept (static).
+      n_components: k, the embedding dimension (static; < max_landmarks).
+      buffer_size: N, how many points form the geometric graph (static,
+        >= max_landmarks + 1; default 10·max_landmarks). When full, the oldest
+        non-landmark point is evicted. Each uncovered arrival with a full
+        landmark set costs O(N²) distance work.
+      metric: None/"euclidean", a jax-traceable symmetric ``metric(a, b)``,
+        or "precomputed" (items are indices, see `index_stream`).
+      distances: the (n, n) matrix for ``metric="precomputed"`` (stored in
+        the default params).
+      align: keep the embedding in the state, recomputed and aligned to the
+        previous one (orthogonal Procrustes on shared landmarks) whenever the
+        landmarks change. Costs one k-eigendecomposition of an n_L x n_L
+        matrix per change; without it `predict` computes the embedding afresh.
+      cache_distances: keep the (N, N) distances of buffered points in the
+        state (N metric evaluations per arrival instead of N² per case-3
+        arrival; the state is then O(N²)). Default: on for a callable metric,
+        off otherwise.
+      eps0: initial ε (numeric param).
+
+    Returns:
+      ``StreamLearner(init, update, predict, loss, params)``; ``predict``
+      returns embeddings (k,) or (m, k), ``loss`` the squared distance to the
+      nearest landmark.
+    """
+    cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances)
+    if cfg.n_components >= cfg.max_landmarks:
+        raise ValueError(f"n_components={cfg.n_components} must be smaller than max_landmarks="
+                         f"{cfg.max_landmarks} (n landmarks give at most n - 1 MDS dimensions)")
+    if cfg.dist.precomputed and distances is None:
+        raise ValueError("metric='precomputed' needs distances=(n, n) matrix")
+    if distances is not None and not cfg.dist.precomputed:
+        raise ValueError("distances=... is only used with metric='precomputed'")
+    defaults = default_params(eps0, distances)
+
+    def _init(key, x_init, params=None):
+        return init(key, x_init, defaults if params is None else params, cfg=cfg)
+
+    update, predict_, loss_ = _kernels(cfg)
+    return StreamLearner(_init, update, predict_, loss_, defaults)
+
+
+@functools.lru_cache(maxsize=64)
+def _kernels(cfg: _Cfg):
+    """update / predict / loss of a configuration, built once so that learners
+    with equal configurations share jit caches."""
+    return (build_update(cfg), lambda s, x: predict(s, x, cfg=cfg), lambda s, x: loss(s, x, cfg=cfg))
+
+
+# ---------------------------------------------------------------------------
+# Stateful NumPy wrapper
+# ---------------------------------------------------------------------------
+
+class LandmarkMDS:
+    """NumPy-in / NumPy-out online landmark MDS (keeps the key and state).
+
+    Example::
+
+        model = LandmarkMDS(max_landmarks=100, n_components=2)
+        model.partial_fit(X)          # learn a stream (or model.learn_one(x))
+        Y = model.transform(X)        # embed points under the current landmarks
+
+    Args: as `landmark_mds`, plus ``seed`` for the PRNG key.
+    """
+
+    def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
+                 metric: Metric = None, distances=None, align: bool = False,
+                 cache_distances: Optional[bool] = None, eps0: float = 0.0, seed: int = 0):
+        self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
+                                    metric=metric, distances=distances, align=align,
+                                    cache_distances=cache_distances, eps0=eps0)
+        self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances)
+        self.n_components = n_components
+        self._key = jax.random.key(seed)
+        self.state: Optional[State] = None
+        self._update = jax.jit(self.learner.update)
+        self.chunk_size = 256
+        self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, trace="info",
+                                                              step_offset=off))
+        cfg = self._cfg
+        self._embedding = jax.jit(lambda s: s.embedding if cfg.align else _fresh_embedding(s, cfg))
+        self._embed = jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg))
+
+    def _prep(self, X, name):
+        X = np.asarray(check_points(np.atleast_2d(np.asarray(X, dtype=float)), name,
+                                    dim=None if self.state is None else self.state.points.shape[1]))
+        _check_items(X, self._cfg, self.learner.params if self.state is None else self.state.params, name)
+        return X
+
+    def reset(self) -> "LandmarkMDS":
+        self.state = None
+        return self
+
+    def learn_one(self, x) -> Info:
+        """Learn one point (p,); returns its `Info` (NumPy scalars)."""
+        if np.ndim(x) != 1:
+            raise ValueError(f"learn_one takes one point of shape (p,); got shape {np.shape(x)}")
+        return jax.tree_util.tree_map(lambda a: np.asarray(a)[0], self.learn_many(np.asarray(x, float)[None]))
+
+    def learn_many(self, X) -> Info:
+        """Learn points (n, p) in order; returns the per-point `Info` (NumPy arrays).
+
+        Whole chunks of `chunk_size` points go through one compiled
+        `run_stream`; the remainder through the compiled single-point update,
+        so nothing recompiles as n varies.
+        """
+        X = self._prep(X, "X")
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("X is empty")
+        if self.state is None:
+            dtype = (jnp.asarray(self.learner.params.distances).dtype if self._cfg.dist.precomputed
+                     else jnp.asarray(X).dtype)
+            self.state = _first_state(self._cfg, jnp.asarray(X[0]), dtype, self.learner.params)
+            first = Info(loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
+                         eps=np.asarray(self.state.eps), added=np.int32(0), removed=np.int32(-1),
+                         evicted=np.int32(-1), n_landmarks=np.int32(1))
+            infos = [jax.tree_util.tree_map(lambda a: np.asarray(a)[None], first)]
+            X = X[1:]
+        else:
+            infos = []
+        C = self.chunk_size
+        n_full = (X.shape[0] // C) * C
+        for i in range(0, n_full, C):
+            self.state, info = self._run(self._key, X[i:i + C], self.state, int(self.state.n_seen))
+            infos.append(jax.tree_util.tree_map(np.asarray, info))
+        rest = []
+        for x in X[n_full:]:
+            t = int(self.state.n_seen)
+            self.state, info = self._update(jax.random.fold_in(self._key, t), self.state, x)
+            rest.append(info)
+        if rest:
+            infos.append(jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(v) for v in a]), *rest))
+        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+
+    def partial_fit(self, X) -> "LandmarkMDS":
+        self.learn_many(X)
+        return self
+
+    def fit(self, X) -> "LandmarkMDS":
+        """Forget everything and learn X as a stream."""
+        return self.reset().partial_fit(X)
+
+    def _require(self):
+        if self.state is None:
+            raise ValueError("the model has not seen any point yet; call learn_one / partial_fit first")
+
+    @property
+    def embedding_(self) -> Embedding:
+        self._require()
+        return self._embedding(self.state)
+
+    def transform(self, X) -> np.ndarray:
+        """Embed points (n, p) -> (n, k). Raises if fewer than k eigenvalues are positive."""
+        self._require()
+        X = self._prep(X, "X")
+        emb = self.embedding_
+        check_eigen(emb.n_positive, self.n_components)
+        return np.asarray(self._embed(self.state, emb, jnp.asarray(X, self.state.points.dtype)))
+
+    def fit_transform(self, X) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    @property
+    def landmarks_(self) -> np.ndarray:
+        """(n_L, p) landmark points, by arrival."""
+        self._require()
+        return landmarks(self.state)[0]
+
+    @property
+    def landmark_indices_(self) -> np.ndarray:
+        """(n_L,) arrival indices of the landmarks (0-based positions in the stream)."""
+        self._require()
+        return landmarks(self.state)[1]
+
+    @property
+    def landmark_coords_(self) -> np.ndarray:
+        """(n_L, k) MDS coordinates of the landmarks, in the order of `landmark_indices_`."""
+        emb = self.embedding_
+        check_eigen(emb.n_positive, self.n_components)
+        ids = np.asarray(emb.ids)
+        mask = np.asarray(emb.mask)
+        order = np.argsort(np.where(mask, ids, np.iinfo(np.int32).max), kind="stable")[: mask.sum()]
+        return np.asarray(emb.coords)[order]
+
+    @property
+    def eps_(self) -> float:
+        self._require()
+        return float(self.state.eps)
+
+    @property
+    def n_seen_(self) -> int:
+        return 0 if self.state is None else int(self.state.n_seen)

@@ -1,0 +1,650 @@
+"""Online landmark replacement and landmark MDS versus slow NumPy references."""
+import math
+
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from jax import enable_x64
+
+import jaxstream
+from jaxstream import datasets
+from jaxstream import landmarks as LM
+from jaxstream.baselines import landmarks as BL
+
+
+# ---------------------------------------------------------------------------
+# Slow references
+# ---------------------------------------------------------------------------
+
+def ref_lmds(L, X, k):
+    """Textbook landmark MDS (de Silva & Tenenbaum) in float64 NumPy."""
+    L = np.asarray(L, np.float64)
+    X = np.asarray(X, np.float64)
+    n = len(L)
+    Dn = ((L[:, None] - L[None]) ** 2).sum(-1)
+    H = np.eye(n) - np.ones((n, n)) / n
+    B = -0.5 * H @ Dn @ H
+    lam, V = np.linalg.eigh(B)
+    lam, V = lam[::-1][:k], V[:, ::-1][:, :k]
+    coords = V * np.sqrt(lam)
+    Lsharp = (V / np.sqrt(lam)).T
+    mu = Dn.mean(axis=0)
+    dx = ((X[:, None] - L[None]) ** 2).sum(-1)
+    Y = np.array([-0.5 * Lsharp @ (d - mu) for d in dx])
+    return Y, coords
+
+
+def ref_stress(D, Y):
+    num = den = 0.0
+    n = len(D)
+    for i in range(n):
+        for j in range(i + 1, n):
+            e = math.sqrt(sum((Y[i, c] - Y[j, c]) ** 2 for c in range(Y.shape[1])))
+            num += (D[i, j] - e) ** 2
+            den += D[i, j] ** 2
+    return math.sqrt(num / den)
+
+
+class RefOnline:
+    """Loop-based online landmark replacement over item ids 0, 1, 2, ... (arrival order).
+
+    Explicit graph, coverage and private-neighbour sets; ε grows edge by edge
+    through the sorted distinct pair distances of the buffered points, as in
+    the paper; the buffer evicts its oldest non-landmark item when full.
+    """
+
+    def __init__(self, D, n_L, buffer_size, eps0=0.0):
+        self.D, self.n_L, self.N, self.eps = D, n_L, buffer_size, eps0
+        self.buf, self.L = [], []
+
+    def closed(self, v):
+        return {w for w in self.buf if w == v or self.D[v, w] <= self.eps}
+
+    def private(self, u):
+        others = [w for w in self.L if w != u]
+        return [v for v in self.closed(u) if not any(v in self.closed(w) for w in others)]
+
+    def dominated(self):
+        return all(any(v in self.closed(l) for l in self.L) for v in self.buf)
+
+    def arrive(self, x):
+        D = self.D
+        covered = any(D[x, l] <= self.eps for l in self.L)
+        evicted = -1
+        if len(self.buf) == self.N:
+            evicted = next(v for v in self.buf if v not in self.L)
+            self.buf.remove(evicted)
+        self.buf.append(x)
+        if covered:
+            return dict(case=1, added=-1, removed=-1, evicted=evicted)
+        if len(self.L) < self.n_L:
+            self.L.append(x)
+            return dict(case=2, added=x, removed=-1, evicted=evicted)
+        deg = {v: sum(1 for w in self.buf if w != v and D[v, w] <= self.eps) for v in self.buf}
+        E = sum(deg.values()) // 2
+        if deg[x] <= 2 * math.sqrt(E):
+            new = x
+        else:
+            nbrs = [w for w in self.buf if w != x and D[x, w] <= self.eps]
+            new = min(nbrs, key=lambda w: (deg[w], w))
+            assert deg[new] <= math.sqrt(E)
+        self.L.append(new)
+        pair_d = sorted({D[v, w] for a, v in enumerate(self.buf) for w in self.buf[a + 1:] if D[v, w] > self.eps})
+        for e in [self.eps] + pair_d:
+            self.eps = e
+            redundant = [u for u in self.L if not self.private(u)]
+            if redundant:
+                rm = min(redundant)  # the earliest arrival
+                self.L.remove(rm)
+                return dict(case=3, added=new, removed=rm, evicted=evicted)
+        raise AssertionError("no landmark became redundant")
+
+
+_RUNNERS = {}
+
+
+def runner(lrn, trace="loss"):
+    """A jitted run_stream per learner configuration (learners with equal
+    configurations share `update`), so that tests do not recompile."""
+    key = (lrn.update, trace)
+    if key not in _RUNNERS:
+        _RUNNERS[key] = jax.jit(lambda k, xs, s, m=None: jaxstream.run_stream(lrn, k, xs, s, mask=m, trace=trace,
+                                                                              nonfinite="skip"))
+    return _RUNNERS[key]
+
+
+def runner_many(lrn):
+    key = (lrn.update, "many")
+    if key not in _RUNNERS:
+        _RUNNERS[key] = jax.jit(lambda k, xs, s: jaxstream.run_streams(lrn, k, xs, s))
+    return _RUNNERS[key]
+
+
+# One float32 configuration shared by several tests (with 41-point streams) so
+# that they share compiled code.
+def lrn5():
+    return LM.landmark_mds(5, n_components=2, buffer_size=20)
+
+
+def stream41(seed):
+    return clustered_stream(seed, 41).astype(np.float32)
+
+
+def euclid(X):
+    X = np.asarray(X, np.float64)
+    return np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+
+
+def state_landmarks(state):
+    return sorted(np.asarray(state.arrival)[np.asarray(state.is_landmark)].tolist())
+
+
+def clustered_stream(seed, n, d=2):
+    """Points that drift through clusters, so that all three cases occur."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-3, 3, (6, d))
+    lab = np.sort(rng.integers(0, 6, n)) if seed % 2 else rng.integers(0, 6, n)
+    return centres[lab] + 0.6 * rng.standard_normal((n, d))
+
+
+# ---------------------------------------------------------------------------
+# Landmark MDS
+# ---------------------------------------------------------------------------
+
+def test_lmds_exact_for_cloud_in_r3():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3)) * np.array([3.0, 2.0, 1.0])
+    idx = np.arange(0, 200, 10)
+    with enable_x64():
+        Y, coords = LM.lmds_embed(X[idx], X, 3)
+        D = euclid(X)
+        assert float(LM.normalized_stress(D, Y)) < 1e-10
+        assert float(LM.landmark_stress(D, Y, idx)) < 1e-10
+        # landmarks map onto their own MDS coordinates
+        np.testing.assert_allclose(np.asarray(Y)[idx], np.asarray(coords), atol=1e-10)
+    Y32, _ = LM.lmds_embed(X[idx].astype(np.float32), X.astype(np.float32), 3)
+    assert float(LM.normalized_stress(D, Y32)) < 1e-5
+
+
+def test_lmds_vs_numpy_reference():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((60, 5))
+    idx = np.arange(12)
+    Yr, Cr = ref_lmds(X[idx], X, 2)
+    with enable_x64():
+        Y, C = LM.lmds_embed(X[idx], X, 2)
+        Y, C = np.asarray(Y), np.asarray(C)
+    signs = np.sign((Y * Yr).sum(0))  # eigenvectors are defined up to sign
+    np.testing.assert_allclose(Y * signs, Yr, atol=1e-9)
+    np.testing.assert_allclose(C * signs, Cr, atol=1e-9)
+    np.testing.assert_allclose(Y[idx], C, atol=1e-9)
+
+
+def test_stress_vs_loop_reference():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((25, 4))
+    Y = rng.standard_normal((25, 2))
+    D = euclid(X)
+    with enable_x64():
+        assert abs(float(LM.normalized_stress(D, Y)) - ref_stress(D, Y)) < 1e-12
+        idx = np.array([0, 3, 7, 11, 20])
+        assert abs(float(LM.landmark_stress(D, Y, idx)) - ref_stress(D[np.ix_(idx, idx)], Y[idx])) < 1e-12
+
+
+def test_lmds_masked_equals_unmasked():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((10, 3))
+    sq = euclid(X) ** 2
+    with enable_x64():
+        full = LM.lmds_fit(sq[:6, :6], 2)
+        masked = LM.lmds_fit(sq, 2, mask=np.arange(10) < 6)
+        Yf = LM.lmds_transform(full, sq[:, :6])
+        Ym = LM.lmds_transform(masked, sq)
+    s = np.sign((np.asarray(Yf) * np.asarray(Ym)).sum(0))
+    np.testing.assert_allclose(np.asarray(Ym) * s, np.asarray(Yf), atol=1e-9)
+    assert int(masked.n_positive) == 3
+
+
+def test_too_few_positive_eigenvalues():
+    # 4 collinear landmarks span one dimension: k = 2 must fail clearly, not give NaN
+    L = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.5, 0.0]])
+    with pytest.raises(ValueError, match="positive"):
+        LM.lmds_embed(L, L, 2)
+    m = LM.lmds_fit(euclid(L) ** 2, 2)  # traced path: a flag and zero coordinates
+    assert int(m.n_positive) == 1
+    Y = LM.lmds_transform(m, euclid(L) ** 2)
+    assert np.all(np.isfinite(np.asarray(Y))) and np.allclose(np.asarray(Y)[:, 1], 0.0)
+    with pytest.raises(ValueError, match="landmarks"):
+        LM.lmds_embed(L[:2], L, 2)
+
+
+# ---------------------------------------------------------------------------
+# The online learner versus the loop reference
+# ---------------------------------------------------------------------------
+
+def _run_compare(X, n_L, N, learner, items, eps0=0.0, exact=True):
+    """Step the JAX learner and the reference together; compare after every arrival.
+
+    With precomputed distances both sides see the same numbers and ε must be
+    equal bit for bit; with the Euclidean metric the distances themselves may
+    differ in the last bit (summation order), so ε is compared to 1e-12.
+    """
+    D = euclid(X)
+    ref = RefOnline(D, n_L, N, eps0)
+    state = learner.init(jax.random.key(0), items[:1])
+    ref.arrive(0)
+    step = jax.jit(learner.update)
+    eps_prev = float(state.eps)
+    cases = set()
+    for t in range(1, len(X)):
+        state, info = step(jax.random.key(t), state, jnp.asarray(items[t]))
+        r = ref.arrive(t)
+        cases.add(r["case"])
+        assert int(info.case) == r["case"], t
+        assert int(info.added) == r["added"], t
+        assert int(info.removed) == r["removed"], t
+        assert int(info.evicted) == r["evicted"], t
+        assert state_landmarks(state) == sorted(ref.L), t
+        if exact:
+            assert float(state.eps) == ref.eps, t
+        else:
+            assert float(state.eps) == pytest.approx(ref.eps, rel=1e-12, abs=1e-300), t
+        # invariants: bounded, dominating, ε non-decreasing, buffer bounded
+        assert len(ref.L) <= n_L and int(info.n_landmarks) == len(ref.L)
+        assert float(state.eps) >= eps_prev
+        eps_prev = float(state.eps)
+        assert ref.dominated()
+        buf = sorted(np.asarray(state.arrival)[np.asarray(state.valid)].tolist())
+        assert buf == sorted(ref.buf) and len(buf) <= N
+    return state, cases
+
+
+@pytest.mark.parametrize("seed,n_L,N", [(0, 4, 200), (1, 6, 200), (2, 5, 12), (3, 3, 8)])
+def test_online_vs_reference_precomputed(seed, n_L, N):
+    X = clustered_stream(seed, 70)
+    with enable_x64():
+        D = euclid(X)
+        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, metric="precomputed", distances=D)
+        _, cases = _run_compare(X, n_L, N, lrn, LM.index_stream(len(X)))
+    assert cases == {1, 2, 3}
+
+
+@pytest.mark.parametrize("seed,n_L,N", [(4, 5, 200), (5, 4, 10)])
+def test_online_vs_reference_euclidean(seed, n_L, N):
+    X = clustered_stream(seed, 60, d=3)
+    with enable_x64():
+        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N)
+        _, cases = _run_compare(X, n_L, N, lrn, X, exact=False)
+    assert 3 in cases
+
+
+def test_online_vs_reference_callable_metric_cached():
+    X = clustered_stream(6, 60)
+    manhattan = lambda a, b: jnp.sum(jnp.abs(a - b))
+    Dm = np.abs(X[:, None] - X[None]).sum(-1)
+    with enable_x64():
+        lrn = LM.landmark_mds(5, buffer_size=20, metric=manhattan)  # caches distances by default
+        ref = RefOnline(Dm, 5, 20)
+        state = lrn.init(jax.random.key(0), X[:1])
+        ref.arrive(0)
+        state, info = runner(lrn, "info")(jax.random.key(1), X[1:], state)
+        for t in range(1, len(X)):
+            ref.arrive(t)
+        assert state_landmarks(state) == sorted(ref.L)
+        assert float(state.eps) == ref.eps
+        assert state.dist.shape == (20, 20)
+        lrn2 = LM.landmark_mds(5, buffer_size=20, metric=manhattan, cache_distances=False)
+        s2, _ = runner(lrn2)(jax.random.key(1), X[1:], lrn2.init(jax.random.key(0), X[:1]))
+        assert state_landmarks(s2) == sorted(ref.L)
+
+
+def test_degree_rule_neighbour_branch():
+    """A star whose hub has deg > 2 sqrt(|E|): a low-degree neighbour becomes the landmark instead."""
+    m = 9
+    n = 2 + m + 1  # landmarks A, B; leaves; hub
+    rng = np.random.default_rng(0)
+    D = rng.uniform(5.0, 10.0, (n, n))
+    hub = n - 1
+    for leaf in range(2, 2 + m):
+        D[0, leaf] = rng.uniform(0.2, 0.9)  # A covers every leaf
+        D[leaf, hub] = rng.uniform(0.2, 0.9)
+    D = np.triu(D, 1)
+    D = D + D.T
+    with enable_x64():
+        lrn = LM.landmark_mds(2, n_components=1, buffer_size=50, metric="precomputed", distances=D, eps0=1.0)
+        ref = RefOnline(D, 2, 50, eps0=1.0)
+        state = lrn.init(jax.random.key(0), LM.index_stream(1))
+        ref.arrive(0)
+        step = jax.jit(lrn.update)
+        for t in range(1, n):
+            state, info = step(jax.random.key(t), state, jnp.asarray([float(t)]))
+            r = ref.arrive(t)
+            assert state_landmarks(state) == sorted(ref.L) and float(state.eps) == ref.eps
+            assert int(info.case) == r["case"] and int(info.added) == r["added"]
+    # |E| = 2m, deg(hub) = m = 9 > 2 sqrt(18): the oldest leaf (degree 2) is added, not the hub
+    assert int(info.case) == 3 and int(info.added) == 2 == r["added"]
+
+
+def test_grow_eps_vs_bruteforce():
+    """The fixed-point ε growth equals a brute-force scan over candidate thresholds."""
+    rng = np.random.default_rng(7)
+    grow = jax.jit(LM._grow_eps)
+    for trial in range(20):
+        n = 30
+        X = rng.standard_normal((n, 2))
+        D = euclid(X)
+        L = rng.choice(n, 5, replace=False)
+        eps = float(np.quantile(D[D > 0], rng.uniform(0.0, 0.2)))
+        # brute force: per landmark, the smallest candidate >= eps at which it is redundant
+        best = []
+        for u in L:
+            others = [w for w in L if w != u]
+            cands = sorted({eps} | {d for d in D[L].ravel() if d > eps})
+            for e in cands:
+                ok = all(min(D[w, v] for w in others) <= e for v in range(n) if D[u, v] <= e)
+                if ok:
+                    best.append(e)
+                    break
+        with enable_x64():
+            arrival = jnp.asarray(L, jnp.int32)
+            eps_new, rm, eps_u = grow(jnp.asarray(D[L]), jnp.ones(5, bool), arrival,
+                                              jnp.ones(n, bool), eps)
+        np.testing.assert_array_equal(np.asarray(eps_u), np.array(best))
+        m = min(best)
+        assert float(eps_new) == m
+        assert int(L[int(rm)]) == min(int(u) for u, b in zip(L, best) if b == m)
+
+
+# ---------------------------------------------------------------------------
+# Buffer policy, capacity, determinism, tracing, vmap, float64
+# ---------------------------------------------------------------------------
+
+def test_buffer_full_evicts_oldest_non_landmark():
+    X = stream41(8)
+    lrn = lrn5()
+    state, info = runner(lrn, "info")(jax.random.key(1), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    # replay the buffer and the landmark set from the infos
+    buf, L, evictions = [0], {0}, 0
+    for t in range(40):
+        e = int(info.evicted[t])
+        if e >= 0:
+            assert len(buf) == 20 and e == min(v for v in buf if v not in L)  # oldest non-landmark
+            buf.remove(e)
+            evictions += 1
+        else:
+            assert len(buf) < 20
+        buf.append(t + 1)
+        if int(info.added[t]) >= 0:
+            L.add(int(info.added[t]))
+        if int(info.removed[t]) >= 0:
+            L.remove(int(info.removed[t]))
+        assert len(L) == int(info.n_landmarks[t]) <= 5
+    assert evictions == 21
+    assert sorted(buf) == sorted(np.asarray(state.arrival)[np.asarray(state.valid)].tolist())
+    assert sorted(L) == state_landmarks(state)
+
+
+def test_same_key_same_result_and_one_trace():
+    X = clustered_stream(9, 80)
+    lrn = LM.landmark_mds(6, n_components=2, buffer_size=30, align=True)
+    count = {"n": 0}
+
+    def counting_update(key, state, x):
+        count["n"] += 1
+        return lrn.update(key, state, x)
+
+    counted = lrn._replace(update=counting_update)
+    s0 = lrn.init(jax.random.key(0), X[:1])
+    run = jax.jit(lambda k, xs, s: jaxstream.run_stream(counted, k, xs, s, trace="info"))
+    a = run(jax.random.key(3), X[1:], s0)
+    b = run(jax.random.key(3), X[1:], s0)
+    c = run(jax.random.key(4), X[1:] * 1.0, s0)
+    assert count["n"] == 1  # one trace, although the landmark set grows and changes
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    # the algorithm is deterministic: the key does not change the result
+    np.testing.assert_array_equal(np.asarray(a[0].is_landmark), np.asarray(c[0].is_landmark))
+
+
+def test_vmap_equals_loop():
+    B = 3
+    Xs = np.stack([stream41(10 + b) for b in range(B)])
+    lrn = lrn5()
+    keys = jax.random.split(jax.random.key(0), B)
+    states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+    fin, losses = runner_many(lrn)(keys, Xs[:, 1:], states)
+    for b in range(B):
+        s = lrn.init(keys[b], Xs[b, :1])
+        s, l = runner(lrn)(keys[b], Xs[b, 1:], s)
+        np.testing.assert_array_equal(np.asarray(fin.is_landmark[b]), np.asarray(s.is_landmark))
+        np.testing.assert_array_equal(np.asarray(fin.eps[b]), np.asarray(s.eps))
+        np.testing.assert_allclose(np.asarray(losses[b]), np.asarray(l), rtol=1e-6)
+
+
+def test_params_vmap_over_eps0():
+    X = stream41(11)
+    lrn = lrn5()
+    grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (3,) + a.shape), lrn.params)
+    grid = grid._replace(eps0=jnp.array([0.0, 0.5, 2.0]))
+    keys = jax.random.split(jax.random.key(0), 3)
+    states = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
+    fin, _ = runner_many(lrn)(keys, np.broadcast_to(X[1:], (3,) + X[1:].shape), states)
+    eps = np.asarray(fin.eps)
+    assert np.all(eps >= np.array([0.0, 0.5, 2.0]))
+    for b in range(3):  # each grid point equals a single run with that eps0
+        s = lrn.init(keys[b], X[:1], lrn.params._replace(eps0=jnp.asarray(grid.eps0[b])))
+        s, _ = runner(lrn)(keys[b], X[1:], s)
+        assert float(s.eps) == eps[b] and state_landmarks(s) == sorted(
+            np.asarray(fin.arrival[b])[np.asarray(fin.is_landmark[b])].tolist())
+
+
+def test_float64():
+    X = clustered_stream(12, 30, d=3)
+    with enable_x64():
+        lrn = LM.landmark_mds(10, n_components=2, buffer_size=60, align=True)  # as in the alignment test
+        step = jax.jit(lrn.update)
+        s = lrn.init(jax.random.key(0), X[:1])
+        assert s.points.dtype == jnp.float64 and s.eps.dtype == jnp.float64
+        for t in range(1, len(X)):
+            s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+        assert info.loss.dtype == jnp.float64 and info.eps.dtype == jnp.float64
+        assert s.embedding.coords.dtype == jnp.float64 and int(s.embedding.n_positive) >= 2
+
+
+def test_jit_vs_no_jit():
+    """`update` called without jit (op by op outside its lax.cond/while_loop) equals the jitted one."""
+    X = stream41(19)
+    lrn = lrn5()
+    s = lrn.init(jax.random.key(0), X[:8])
+    x = jnp.asarray([30.0, 0.0], jnp.float32)  # far away: a replacement (case 3)
+    a, ia = lrn.update(jax.random.key(0), s, x)
+    b, ib = jax.jit(lrn.update)(jax.random.key(0), s, x)
+    assert int(ia.case) == int(ib.case) == 3
+    for u, v in zip(jax.tree_util.tree_leaves((a, ia)), jax.tree_util.tree_leaves((b, ib))):
+        u, v = np.asarray(u), np.asarray(v)
+        if np.issubdtype(u.dtype, np.floating):  # fusion may round distances differently (1 ulp)
+            np.testing.assert_allclose(u, v, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(u, v)
+
+
+def test_loss_is_squared_distance_to_nearest_landmark():
+    X = stream41(13)
+    lrn = lrn5()
+    s, info = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    np.testing.assert_allclose(float(info.loss[0]), ((X[1] - X[0]) ** 2).sum(), rtol=1e-5)
+    pts, ids, _ = LM.landmarks(s)
+    x = np.array([0.3, -0.2], np.float32)
+    expect = ((pts - x) ** 2).sum(1).min()
+    np.testing.assert_allclose(float(jax.jit(lrn.loss)(s, x)), expect, rtol=1e-5)
+    g = jax.jit(jax.grad(lrn.loss, argnums=1))(s, x)
+    assert np.all(np.isfinite(np.asarray(g))) and np.abs(np.asarray(g)).sum() > 0
+
+
+# ---------------------------------------------------------------------------
+# predict, alignment
+# ---------------------------------------------------------------------------
+
+def test_predict_matches_lmds_of_landmarks():
+    X = clustered_stream(14, 80, d=3)
+    with enable_x64():
+        lrn = LM.landmark_mds(8, n_components=2, buffer_size=40)
+        s = lrn.init(jax.random.key(0), X)
+        pts, _, _ = LM.landmarks(s)
+        Yr, _ = ref_lmds(pts, X, 2)
+        predict = jax.jit(lrn.predict)
+        Y = np.asarray(predict(s, X))
+        np.testing.assert_allclose(np.asarray(predict(s, X[5])), Y[5], atol=1e-12)
+    sg = np.sign((Y * Yr).sum(0))
+    np.testing.assert_allclose(Y * sg, Yr, atol=1e-8)
+
+
+def test_alignment_prevents_flips():
+    """With align=True consecutive embeddings agree on shared landmarks up to a small motion."""
+    X = clustered_stream(15, 70, d=3)
+    with enable_x64():
+        lrn = LM.landmark_mds(10, n_components=2, buffer_size=60, align=True)
+        step = jax.jit(lrn.update)
+        cfg = LM._make_cfg(10, 60, 2, False, None, None)
+        fresh_fn = jax.jit(lambda s: LM._fresh_embedding(s, cfg))
+        s = lrn.init(jax.random.key(0), X[:12])
+        prev = s.embedding
+        jumps, raw_jumps = [], []
+        for t in range(12, len(X)):
+            s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+            emb = s.embedding
+            if bool(info.replaced):
+                ids_p, ids_n = np.asarray(prev.ids), np.asarray(emb.ids)
+                shared = [i for i in ids_n if i >= 0 and i in ids_p]
+                cp = np.asarray(prev.coords)[[list(ids_p).index(i) for i in shared]]
+                cn = np.asarray(emb.coords)[[list(ids_n).index(i) for i in shared]]
+                fresh = fresh_fn(s)
+                cf = np.asarray(fresh.coords)[[list(np.asarray(fresh.ids)).index(i) for i in shared]]
+                jumps.append(np.abs(cn - cp).max())
+                raw_jumps.append(np.abs(cf - cp).max())
+                # aligned embedding is an isometry of the fresh one
+                np.testing.assert_allclose(euclid(cn), euclid(cf), atol=1e-9)
+            prev = emb
+        # predict uses the tracked embedding: landmarks map to their aligned coordinates
+        emb = s.embedding
+        msk = np.asarray(emb.mask)
+        pts = np.asarray(s.points)[np.asarray(emb.slots)[msk]]
+        np.testing.assert_allclose(np.asarray(lrn.predict(s, pts)), np.asarray(emb.coords)[msk], atol=1e-8)
+    assert len(jumps) > 5
+    assert np.median(jumps) < 0.5 * np.median(raw_jumps) or max(raw_jumps) < 1e-6
+    assert max(jumps) < 2.0
+
+
+# ---------------------------------------------------------------------------
+# Baselines, data, wrapper
+# ---------------------------------------------------------------------------
+
+def test_baselines():
+    n, m = 50, 6
+    assert list(BL.initial_landmarks(n, m)) == list(range(m))
+    r = np.asarray(BL.random_landmarks(jax.random.key(0), n, m))
+    assert len(set(r.tolist())) == m and r.max() < n
+    # reservoir sampling is uniform: inclusion probability m / n for every index
+    keys = jax.random.split(jax.random.key(1), 4000)
+    res = np.asarray(jax.vmap(lambda k: BL.reservoir_landmarks(k, 20, 5))(keys))
+    assert all(len(set(row)) == 5 for row in res[:50])
+    freq = np.bincount(res.ravel(), minlength=20) / 4000.0
+    assert np.abs(freq - 0.25).max() < 0.035  # sd ≈ 0.0068
+    # farthest-point vs a loop
+    X = clustered_stream(16, 40)
+    D = euclid(X)
+    chosen = [0]
+    for _ in range(m - 1):
+        chosen.append(int(np.argmax(D[chosen].min(0))))
+    np.testing.assert_array_equal(np.asarray(BL.farthest_point_landmarks(m, X)), chosen)
+    np.testing.assert_array_equal(np.asarray(BL.farthest_point_landmarks(m, distances=D)), chosen)
+    with enable_x64():
+        Y = BL.embed_with_landmarks(chosen, 2, X)
+        Yr, _ = ref_lmds(X[chosen], X, 2)
+    sg = np.sign((np.asarray(Y) * Yr).sum(0))
+    np.testing.assert_allclose(np.asarray(Y) * sg, Yr, atol=1e-8)
+    with pytest.raises(ValueError):
+        BL.random_landmarks(jax.random.key(0), 3, 5)
+
+
+def test_make_s_curve():
+    X, t = datasets.make_s_curve(500, noise=0.0, random_state=1)
+    assert X.shape == (500, 3) and t.shape == (500,)
+    np.testing.assert_allclose(X[:, 0], np.sin(t))
+    np.testing.assert_allclose(X[:, 2], np.sign(t) * (np.cos(t) - 1))
+    assert np.all((X[:, 1] >= 0) & (X[:, 1] < 2)) and np.abs(t).max() <= 1.5 * np.pi
+    # scikit-learn's draw order: t from the first n uniforms, then the heights
+    rs = np.random.RandomState(1)
+    u = rs.uniform(size=500)
+    np.testing.assert_allclose(t, 3 * np.pi * (u - 0.5))
+    np.testing.assert_allclose(X[:, 1], 2 * rs.uniform(size=500))
+    Xs, ts = datasets.make_s_curve(500, random_state=1, sort_by_t=True)
+    assert np.all(np.diff(ts) >= 0)
+    np.testing.assert_array_equal(np.sort(t), ts)
+    Xn, _ = datasets.make_s_curve(500, noise=0.1, random_state=1)
+    assert 0.05 < np.std(Xn - X) < 0.15
+
+
+def test_wrapper():
+    X = clustered_stream(17, 60, d=3)
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=30)
+    with pytest.raises(ValueError, match="not seen"):
+        m.transform(X)
+    info = m.learn_one(X[0])
+    assert int(info.case) == 2
+    infos = m.learn_many(X[1:40])
+    assert infos.case.shape == (39,)
+    m.partial_fit(X[40:])
+    assert m.n_seen_ == 60 and len(m.landmarks_) == 6
+    Y = m.transform(X)
+    assert Y.shape == (60, 2)
+    np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_coords_, atol=1e-4)
+    # the wrapper and the functional learner agree
+    lrn = LM.landmark_mds(6, n_components=2, buffer_size=30)
+    s = lrn.init(jax.random.key(0), X)
+    assert sorted(m.landmark_indices_.tolist()) == state_landmarks(s)
+    with pytest.raises(ValueError, match="dimension"):
+        m.learn_one(np.zeros(2))
+    # precomputed items are validated as indices
+    mp = jaxstream.LandmarkMDS(6, metric="precomputed", distances=euclid(X), buffer_size=30)
+    with pytest.raises(ValueError, match="indices"):
+        mp.learn_one([60.0])
+    with pytest.raises(ValueError, match="indices"):
+        mp.learn_one([1.5])
+
+
+def test_bad_input():
+    lrn = LM.landmark_mds(5, n_components=2, buffer_size=20)
+    with pytest.raises(ValueError, match="at least 1 rows"):
+        lrn.init(jax.random.key(0), np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        lrn.init(jax.random.key(0), np.array([[0.0, np.nan]]))
+    s = lrn.init(jax.random.key(0), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        lrn.update(jax.random.key(0), s, jnp.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        jaxstream.run_stream(lrn, jax.random.key(0), np.array([[0.0, 1.0], [np.inf, 0.0]]), s)
+    with pytest.raises(ValueError, match="buffer_size"):
+        LM.landmark_mds(5, buffer_size=5)
+    with pytest.raises(ValueError, match="max_landmarks"):
+        LM.landmark_mds(0)
+    with pytest.raises(TypeError):
+        LM.landmark_mds(5.0)
+    with pytest.raises(ValueError, match="n_components"):
+        LM.landmark_mds(3, n_components=3)
+    with pytest.raises(ValueError, match="distances"):
+        LM.landmark_mds(3, metric="precomputed")
+    with pytest.raises(ValueError, match="symmetric"):
+        LM.landmark_mds(3, metric="precomputed", distances=np.array([[0.0, 1.0], [2.0, 0.0]]))
+    with pytest.raises(ValueError, match="metric"):
+        LM.landmark_mds(3, metric="cosine")
+    # NaN rows are skipped under nonfinite="skip": same result as dropping them
+    X = stream41(18)[1:]
+    Xn = X.copy()
+    Xn[7] = np.nan
+    run = runner(lrn)
+    a, _ = run(jax.random.key(0), Xn, s, np.ones(40, bool))
+    b, _ = run(jax.random.key(0), X, s, np.arange(40) != 7)
+    assert state_landmarks(a) != [] and int(a.n_seen) == int(b.n_seen)
+    np.testing.assert_array_equal(np.asarray(a.is_landmark), np.asarray(b.is_landmark))
