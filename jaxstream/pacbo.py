@@ -29,11 +29,24 @@ Layout (fixed shapes, nothing retraces as k changes):
   the stream had started there (λ and τ use the window's size), so the
   clustering tracks drift and forgets the old past.
 
+Cost and vectorisation: a round fixes its target and its proposal family
+(`round_target`: λ, τ, the table of k-means proposal means); the chain is one
+`lax.scan` whose move/accept uniforms and Student-t noise (for the first
+block of 8 centre slots) are drawn up front. Each step evaluates S at the
+proposal over the H stored points and the centre slots in blocks of 8, up to
+the block of the last active slot, i.e. O(H·k·d) per step rather than
+O(H·p·d). Many streams run with `jaxstream.run_streams`, which vmaps the
+whole update (one chain per stream); per-stream numeric parameters (R, λ
+scales, …) live in ``state.params``. Several chains per stream are not
+offered.
+
 Functional API (BlackJAX / optax shape): `Params`, `State`, `Info`,
 `default_params`, `init`, `update`, `predict`, `loss`, the factory `pacbo`
 returning a `jaxstream.StreamLearner`, and the MCMC pieces `ChainState`,
-`ChainInfo`, `init_chain`, `build_kernel`, `sample_chain`,
-`proposal_means`, `kmeans`. `PACBO` is a stateful NumPy wrapper.
+`ChainInfo`, `init_chain`, `kernel` / `build_kernel`, `sample_chain`,
+`round_target`, `proposal_means`, `kmeans`. `PACBO` is a stateful NumPy
+wrapper. At the top level, ``jaxstream.pacbo`` is the factory,
+``jaxstream.PACBO`` the wrapper and ``jaxstream.clustering`` this module.
 """
 from __future__ import annotations
 

@@ -169,13 +169,14 @@ def np_table(X, C, k, iters):
 # MCMC kernel
 # ----------------------------------------------------------------------------
 
-def _prior_draw(key, p, d, ball):
-    k1, k2, k3 = jax.random.split(key, 3)
-    k = jax.random.randint(k1, (), 1, p + 1)
-    u = jax.random.normal(k2, (p, d))
-    u = u / jnp.linalg.norm(u, axis=1, keepdims=True)
-    r = ball * jax.random.uniform(k3, (p,)) ** (1.0 / d)
-    return jnp.where((jnp.arange(p) < k)[:, None], u * r[:, None], 0.0), k
+def _prior_draws(rng, n, p, d, ball):
+    """n exact draws from the prior: k uniform on 1..p, active centres uniform in the ball."""
+    k = rng.integers(1, p + 1, n)
+    u = rng.standard_normal((n, p, d))
+    u /= np.linalg.norm(u, axis=2, keepdims=True)
+    c = u * (ball * rng.uniform(size=(n, p, 1)) ** (1.0 / d))
+    c[np.arange(p)[None, :] >= k[:, None]] = 0.0
+    return c.astype(np.float32), k.astype(np.int32)
 
 
 def test_kernel_leaves_prior_invariant():
@@ -194,19 +195,18 @@ def test_kernel_leaves_prior_invariant():
     means = jnp.asarray(means)
 
     @jax.jit
-    def run(key, tilt):
+    def run(key, c0, k0, tilt):
         logdens = lambda c, k: P.log_prior(c, k, ball) + tilt * k
 
-        def one(kk):
-            k1, k2 = jax.random.split(kk)
-            c, k = _prior_draw(k1, p, d, ball)
+        def one(kk, c, k):
             st = P.init_chain(c, k, logdens, means, tau)
-            fin, info = P.sample_chain(k2, st, logdens, means, tau, n_steps)
+            fin, info = P.sample_chain(kk, st, logdens, means, tau, n_steps)
             return fin, jnp.mean(info.is_accepted)
 
-        return jax.vmap(one)(jax.random.split(key, n_chains))
+        return jax.vmap(one)(jax.random.split(key, n_chains), c0, k0)
 
-    fin, acc = run(jax.random.PRNGKey(0), 0.0)
+    c0, k0 = _prior_draws(rng, n_chains, p, d, ball)
+    fin, acc = run(jax.random.PRNGKey(0), c0, k0, 0.0)
     ks = np.asarray(fin.n_clusters)
     counts = np.bincount(ks, minlength=p + 1)[1:]
     assert counts.sum() == n_chains
@@ -221,18 +221,26 @@ def test_kernel_leaves_prior_invariant():
     assert stats.kstest(angle, "uniform").pvalue > 1e-3
     assert np.all(c[~active] == 0)
 
-    fin, _ = run(jax.random.PRNGKey(0), 0.3)
+    fin, _ = run(jax.random.PRNGKey(0), c0, k0, 0.3)
     counts = np.bincount(np.asarray(fin.n_clusters), minlength=p + 1)[1:]
     assert stats.chisquare(counts).pvalue < 1e-6, counts
 
 
-def _round_setup(history_policy="reservoir", n_points=14):
-    """A learner state after some points (3 centres set by hand)."""
-    learner = P.pacbo(CAP, 12, 5, radius=11.0, history_policy=history_policy)
-    xs = four_groups(3, n_points).astype(jnp.zeros(()).dtype)
-    state = learner.init(jax.random.PRNGKey(1), xs)
-    centers = state.centers.at[1].set(jnp.array([-3.0, -1.0])).at[2].set(jnp.array([1.0, 6.0]))
-    return state._replace(centers=centers, n_clusters=jnp.asarray(3, jnp.int32))
+def _round_setup(n_seen, n_stored, H=12):
+    """A learner state built by hand (float64): n_stored points in an H-slot
+    history standing for n_seen points seen, 3 active centres."""
+    rng = np.random.default_rng(n_seen)
+    hist = np.zeros((H, D))
+    hist[:n_stored] = four_groups(3, n_stored)
+    idx = np.zeros(H, np.int32)
+    idx[:n_stored] = np.sort(rng.choice(np.arange(1, n_seen + 1), n_stored, replace=False))
+    hloss = np.where(np.arange(H) < n_stored, rng.uniform(0.5, 30.0, H), 0.0)
+    centers = np.zeros((CAP, D))
+    centers[:3] = [[0.5, 0.5], [-3.0, -1.0], [1.0, 6.0]]
+    params = P.default_params(11.0)
+    return P.State(jnp.asarray(centers), jnp.asarray(3, jnp.int32), jnp.asarray(hist), jnp.asarray(hloss),
+                   jnp.asarray(idx), jnp.asarray(n_stored, jnp.int32), jnp.asarray(n_seen, jnp.int32),
+                   P.Params(*(jnp.asarray(v, jnp.float64) for v in params)))
 
 
 N_CHAIN = 40
@@ -245,7 +253,9 @@ def _round_and_chain(state, key):
     chain0 = P.init_chain(state.centers, state.n_clusters, t.logdensity_fn, t.means, t.tau)
     fin, infos = P.sample_chain(key, chain0, t.logdensity_fn, t.means, t.tau, N_CHAIN)
     one = P.build_kernel(3)(jax.random.fold_in(key, 1), chain0, t.logdensity_fn, t.means, t.tau)
-    return t._replace(logdensity_fn=None), rows, chain0, fin, infos, one
+    # The chain's own random numbers, for the reference (XLA computes them once).
+    draws = P._draws(key, N_CHAIN, CAP, D, 3, state.centers.dtype)
+    return t._replace(logdensity_fn=None), rows, chain0, fin, infos, one, draws
 
 
 def test_chain_matches_numpy_reference():
@@ -260,15 +270,15 @@ def test_chain_matches_numpy_reference():
     p, d, R = CAP, D, 11.0
     accepted = []
     with jax.enable_x64(True), np.errstate(invalid="ignore"):
-        for n_points, boundary in [(30, False), (9, False), (30, True)]:
+        for n_seen, n_stored, boundary in [(30, 12, False), (9, 9, False), (30, 12, True)]:
             policy = "reservoir"
-            state = _round_setup(policy, n_points)
+            state = _round_setup(n_seen, n_stored)
             run = _round_and_chain
             if boundary:
                 means = np.asarray(run(state, key)[0].means)
                 norm = np.linalg.norm(means[2, :3], axis=1).max()
                 state = state._replace(params=state.params._replace(prior_scale=jnp.asarray(norm / R)))
-            target, rows, chain0, fin, infos, (new, one) = run(state, key)
+            target, rows, chain0, fin, infos, (new, one), draws = run(state, key)
             # One `kernel` step (its own draws) is consistent with its info.
             assert int(one.proposed_k) in (2, 3, 4) and int(one.proposal.n_clusters) == int(one.proposed_k)
             chosen = one.proposal if bool(one.is_accepted) else chain0
@@ -298,7 +308,6 @@ def test_chain_matches_numpy_reference():
                 assert r == pytest.approx(logdens(means[k - 1], k), rel=1e-9)
             assert float(chain0.log_proposal) == pytest.approx(
                 np_log_t(np.asarray(state.centers), means[2], 3, tau), rel=1e-9)
-            draws = P._draws(key, N_CHAIN, p, d, 3, jnp.float64)
             c_ref, k_ref, steps = np_chain(draws, state.centers, 3, logdens, means, tau, p)
             assert np.array_equal(np.asarray(infos.proposed_k), [s[0] for s in steps])
             np.testing.assert_allclose(np.asarray(infos.acceptance_prob), [s[1] for s in steps],
