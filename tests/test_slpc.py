@@ -373,3 +373,19 @@ def test_wrapper_matches_functional_api_and_chunking(cubic):
         m1.partial_fit(np.ones((3, 3)))
     with pytest.raises(RuntimeError, match="not initialised"):
         js.SLPC().vertices
+
+
+def test_refine_with_optax_reduces_the_exact_loss():
+    import optax
+    rng = np.random.default_rng(0)
+    truth = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
+    u = rng.uniform(0, 2, 300)
+    pts = np.where(u[:, None] < 1, np.stack([u, u], 1), np.stack([u, 2 - u], 1)).astype(np.float32)
+    start = np.array([[0.2, -0.3], [1.2, 0.6], [1.7, 0.3], [0, 0]], np.float32)  # padding row
+    before = np_polyline_sqdist(pts, start[:3]).mean()
+    res = jax.jit(lambda v: pc.refine(pts, v, 3, optimizer=optax.adam(2e-2), steps=300, length_weight=1e-3))(start)
+    after = np_polyline_sqdist(pts, np.asarray(res.vertices[:3])).mean()
+    assert after < 0.02 * before
+    np.testing.assert_allclose(res.vertices[:3], truth, atol=0.05)
+    np.testing.assert_array_equal(res.vertices[3], start[3])  # inactive vertices untouched
+    assert res.objective[-1] < res.objective[0] and np.all(np.isfinite(res.objective))
