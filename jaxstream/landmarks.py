@@ -386,6 +386,10 @@ class State(NamedTuple):
       valid: (N,) bool, occupied slots.
       arrival: (N,) int32 arrival index of each slot's point (-1 when empty).
       is_landmark: (N,) bool.
+      landmark_slots: (n_L,) int32, the buffer slots of the landmarks in a
+        fixed order of positions (-1 for an empty position); a swap reuses the
+        removed landmark's position. Kept alongside `is_landmark` so that no
+        step has to search the buffer for them.
       eps: scalar threshold ε (non-decreasing).
       n_seen: int32, points seen so far (the next arrival index).
       dist: (N, N) cached distances between buffered points when
@@ -399,6 +403,7 @@ class State(NamedTuple):
     valid: Array
     arrival: Array
     is_landmark: Array
+    landmark_slots: Array
     eps: Array
     n_seen: Array
     dist: Array
@@ -424,6 +429,8 @@ class Info(NamedTuple):
       evicted: arrival index of the buffered point evicted to make room for
         x, -1 if none.
       n_landmarks: |L| after the update.
+      full_degrees: True when case 3 needed the O(N²) count of all edges
+        (the O(n_L·N) lower bound on |E| did not settle the degree rule).
     """
 
     loss: Array
@@ -434,6 +441,7 @@ class Info(NamedTuple):
     removed: Array
     evicted: Array
     n_landmarks: Array
+    full_degrees: Array
 
 
 class _Cfg(NamedTuple):
@@ -490,19 +498,19 @@ def _empty_state(cfg: _Cfg, p: int, dtype, params: Params) -> State:
     dist = jnp.zeros((N, N) if cfg.cache else (0, 0), dtype)
     return State(points=jnp.zeros((N, p), dtype), valid=jnp.zeros((N,), bool),
                  arrival=jnp.full((N,), -1, jnp.int32), is_landmark=jnp.zeros((N,), bool),
-                 eps=jnp.asarray(params.eps0, dtype), n_seen=jnp.zeros((), jnp.int32), dist=dist,
+                 landmark_slots=jnp.full((cfg.max_landmarks,), -1, jnp.int32), eps=jnp.asarray(params.eps0, dtype), n_seen=jnp.zeros((), jnp.int32), dist=dist,
                  embedding=_empty_embedding(cfg.max_landmarks, cfg.n_components, dtype), params=params)
 
 
-def _landmark_slots(state: State, n_L: int):
-    slots = jnp.nonzero(state.is_landmark, size=n_L, fill_value=0)[0].astype(jnp.int32)
-    mask = jnp.arange(n_L) < jnp.sum(state.is_landmark)
-    return slots, mask
+def _landmark_slots(state: State):
+    """(slots, mask): landmark buffer slots by position (0 where empty) and which are used."""
+    mask = state.landmark_slots >= 0
+    return jnp.where(mask, state.landmark_slots, 0), mask
 
 
 def _fresh_embedding(state: State, cfg: _Cfg) -> Embedding:
     """Landmark MDS of the current landmarks (no alignment)."""
-    slots, mask = _landmark_slots(state, cfg.max_landmarks)
+    slots, mask = _landmark_slots(state)
     if cfg.cache:
         sq = state.dist[slots][:, slots] ** 2
     else:
@@ -524,7 +532,7 @@ def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
     k = new.coords.shape[1]
     match = (new.ids[:, None] == ref.ids[None, :]) & new.mask[:, None] & ref.mask[None, :]
     has = jnp.any(match, axis=1)
-    P = ref.coords[jnp.argmax(match, axis=1)]
+    P = ref.coords[_argmin(~match, axis=1)]
     w = has.astype(new.coords.dtype)
     n = jnp.sum(w)
     safe_n = jnp.maximum(n, 1.0)
@@ -536,6 +544,21 @@ def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
     shift = jnp.where(n >= 1, cP - cY @ R, jnp.zeros_like(cP))
     coords = jnp.where(new.mask[:, None], new.coords @ R + shift, 0.0)
     return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
+
+
+def _argmin(x, axis=-1):
+    """First index of the minimum along `axis` (int32).
+
+    Same result as ``jnp.argmin`` for inputs without NaN, but a min followed by
+    a masked min over indices: XLA:CPU runs this several times faster than its
+    variadic argmin reduction.
+    """
+    n = x.shape[axis]
+    shape = [1] * x.ndim
+    shape[axis] = n
+    idx = jnp.arange(n, dtype=jnp.int32).reshape(shape)
+    mn = jnp.min(x, axis=axis, keepdims=True)
+    return jnp.min(jnp.where(x == mn, idx, n), axis=axis)
 
 
 def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
@@ -567,10 +590,9 @@ def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
     """
     R, N = DL.shape
     DL = jnp.where(lm_valid[:, None], DL, jnp.inf)
-    own = jnp.argmin(DL, axis=0).astype(jnp.int32)
-    cols = jnp.arange(N)
-    a = DL[own, cols]
-    m = jnp.min(DL.at[own, cols].set(jnp.inf), axis=0)
+    own = _argmin(DL, axis=0)
+    a = jnp.min(DL, axis=0)
+    m = jnp.min(jnp.where(jnp.arange(R)[:, None] == own[None, :], jnp.inf, DL), axis=0)
     live = valid & (m > a)  # points whose private interval [a, m) is not empty
 
     def body(carry):
@@ -585,7 +607,7 @@ def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
     eps_u = jnp.where(lm_valid, c, jnp.inf)
     eps_new = jnp.min(eps_u)
     tied = lm_valid & (eps_u == eps_new)
-    rm = jnp.argmin(jnp.where(tied, lm_arrival, _IMAX)).astype(jnp.int32)
+    rm = _argmin(jnp.where(tied, lm_arrival, _IMAX))
     return eps_new, rm, eps_u
 
 
@@ -611,14 +633,16 @@ def _case3(state: State, slot, dx, cfg: _Cfg):
     """
     N, n_L = cfg.buffer_size, cfg.max_landmarks
     eps, valid = state.eps, state.valid
-    slots, _ = _landmark_slots(state, n_L)  # exactly n_L landmarks in case 3
+    slots = state.landmark_slots  # exactly n_L landmarks in case 3
     if cfg.cache:
         DL = state.dist[slots]
     else:
         DL = cfg.dist.dist(state.params, state.points[slots], state.points)
-    rows = jnp.arange(n_L)
-    DL = jnp.where(valid[None, :], DL, jnp.inf).at[rows, slots].set(0.0).at[:, slot].set(dx[slots])
-    self_ = slots[:, None] == jnp.arange(N)[None, :]
+    cols = jnp.arange(N)[None, :]
+    self_ = slots[:, None] == cols
+    # exact zeros on the diagonal, x's column from dx (the distances its coverage was decided with)
+    DL = jnp.where(cols == slot, dx[slots][:, None],
+                   jnp.where(self_, 0.0, jnp.where(valid[None, :], DL, jnp.inf)))
     adjL = (DL <= eps) & ~self_
     ll_twice = jnp.sum(adjL[:, slots], dtype=jnp.int32)
     deg_x = jnp.sum(dx <= eps, dtype=jnp.int32) - 1  # dx[slot] = 0 counts x itself
@@ -633,17 +657,21 @@ def _case3(state: State, slot, dx, cfg: _Cfg):
         nb = adj[slot]
         min_deg = jnp.min(jnp.where(nb, deg, _IMAX))
         cand = nb & (deg == min_deg)
-        u = jnp.argmin(jnp.where(cand, state.arrival, _IMAX)).astype(jnp.int32)
+        u = _argmin(jnp.where(cand, state.arrival, _IMAX))
         new = jnp.where(use_x, slot, u)
         return new, D[new]
 
-    new, row = lax.cond(deg_x * deg_x <= 4 * e_low, lambda _: (slot, dx), exact, None)
+    quick = deg_x * deg_x <= 4 * e_low
+    new, row = lax.cond(quick, lambda _: (slot, dx), exact, None)
     slots1 = jnp.concatenate([slots, new[None]])
     DL1 = jnp.concatenate([DL, row[None]], axis=0)
     eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), state.arrival[slots1], valid, eps)
     rm = slots1[rm_row]
     lm = state.is_landmark.at[new].set(True).at[rm].set(False)
-    return state._replace(is_landmark=lm, eps=eps_new), state.arrival[new], state.arrival[rm]
+    # the new landmark takes the removed one's position (nothing moves if it is itself removed)
+    ls = slots.at[rm_row].set(new, mode="drop")
+    return (state._replace(is_landmark=lm, landmark_slots=ls, eps=eps_new), state.arrival[new],
+            state.arrival[rm], ~quick)
 
 
 def _step(state: State, x, cfg: _Cfg):
@@ -663,8 +691,8 @@ def _step(state: State, x, cfg: _Cfg):
 
     free = ~state.valid
     has_free = jnp.any(free)
-    oldest = jnp.argmin(jnp.where(state.valid & ~lm, state.arrival, _IMAX))
-    slot = jnp.where(has_free, jnp.argmax(free), oldest).astype(jnp.int32)
+    oldest = _argmin(jnp.where(state.valid & ~lm, state.arrival, _IMAX))
+    slot = jnp.where(has_free, _argmin(~free), oldest)
     evicted = jnp.where(has_free, -1, state.arrival[slot])
     t = state.n_seen
     dx = dx.at[slot].set(0.0)
@@ -674,13 +702,15 @@ def _step(state: State, x, cfg: _Cfg):
         valid=state.valid.at[slot].set(True),
         arrival=state.arrival.at[slot].set(t),
         is_landmark=lm.at[slot].set(case == CASE_ADDED),
+        landmark_slots=state.landmark_slots.at[jnp.where(case == CASE_ADDED, n_lm, cfg.max_landmarks)].set(
+            slot, mode="drop"),
         n_seen=t + 1,
         dist=state.dist.at[slot].set(dx).at[:, slot].set(dx) if cfg.cache else state.dist,
     )
-    s, added, removed = lax.cond(
+    s, added, removed, full = lax.cond(
         case == CASE_REPLACED,
         lambda s_: _case3(s_, slot, dx, cfg),
-        lambda s_: (s_, jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1)),
+        lambda s_: (s_, jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1), jnp.array(False)),
         s)
     replaced = (case == CASE_REPLACED) & (removed != added)
     if cfg.align:
@@ -690,7 +720,7 @@ def _step(state: State, x, cfg: _Cfg):
         s = s._replace(embedding=emb)
     info = Info(loss=loss, case=case.astype(jnp.int32), replaced=replaced, eps=s.eps, added=added,
                 removed=removed, evicted=evicted.astype(jnp.int32),
-                n_landmarks=jnp.sum(s.is_landmark).astype(jnp.int32))
+                n_landmarks=jnp.sum(s.is_landmark).astype(jnp.int32), full_degrees=full)
     return s, info
 
 
@@ -716,6 +746,7 @@ def _first_state(cfg: _Cfg, x, dtype, params: Params) -> State:
     s = _empty_state(cfg, x.shape[0], dtype, params)
     s = s._replace(points=s.points.at[0].set(x.astype(dtype)), valid=s.valid.at[0].set(True),
                    arrival=s.arrival.at[0].set(0), is_landmark=s.is_landmark.at[0].set(True),
+                   landmark_slots=s.landmark_slots.at[0].set(0),
                    n_seen=jnp.ones((), jnp.int32))
     if cfg.align:  # one landmark: the MDS is the origin, with no positive eigenvalue
         e = s.embedding
@@ -949,7 +980,7 @@ class LandmarkMDS:
             self.state = _first_state(self._cfg, jnp.asarray(X[0]), dtype, self.learner.params)
             first = Info(loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
                          eps=np.asarray(self.state.eps), added=np.int32(0), removed=np.int32(-1),
-                         evicted=np.int32(-1), n_landmarks=np.int32(1))
+                         evicted=np.int32(-1), n_landmarks=np.int32(1), full_degrees=np.bool_(False))
             infos = [jax.tree_util.tree_map(lambda a: np.asarray(a)[None], first)]
             X = X[1:]
         else:
