@@ -546,6 +546,28 @@ def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
     return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
 
 
+def _cond_rare(pred, true_fn, false_fn, operand):
+    """``lax.cond`` for a rarely taken, expensive branch, written as a while loop
+    that runs at most once.
+
+    Outside vmap it behaves like ``lax.cond`` (`false_fn` must be cheap: it
+    is always evaluated). Under vmap, ``lax.cond`` becomes a select that
+    evaluates both branches for every batch element at every step; the loop
+    runs the expensive branch only when some element of the batch takes it.
+    The operand travels in the loop carry through an optimization barrier:
+    otherwise XLA hoists the loop-invariant branch out of the loop and runs
+    it unconditionally. So `true_fn` must take everything it needs from its
+    argument, not from a closure.
+    """
+    out0 = false_fn(operand)
+
+    def body(c):
+        op = lax.optimization_barrier(c[2])
+        return jnp.zeros_like(c[0]), true_fn(op), op
+
+    return lax.while_loop(lambda c: c[0], body, (pred, out0, operand))[1]
+
+
 def _argmin(x, axis=-1):
     """First index of the minimum along `axis` (int32).
 
@@ -648,7 +670,8 @@ def _case3(state: State, slot, dx, cfg: _Cfg):
     deg_x = jnp.sum(dx <= eps, dtype=jnp.int32) - 1  # dx[slot] = 0 counts x itself
     e_low = jnp.sum(adjL, dtype=jnp.int32) - ll_twice // 2 + deg_x
 
-    def exact(_):
+    def exact(op):
+        state, slot, dx = op
         D = _full_dist(state, slot, dx, cfg)
         adj = (D <= eps) & ~jnp.eye(N, dtype=bool)
         deg = jnp.sum(adj, axis=1, dtype=jnp.int32)
@@ -662,7 +685,7 @@ def _case3(state: State, slot, dx, cfg: _Cfg):
         return new, D[new]
 
     quick = deg_x * deg_x <= 4 * e_low
-    new, row = lax.cond(quick, lambda _: (slot, dx), exact, None)
+    new, row = _cond_rare(~quick, exact, lambda op: (op[1], op[2]), (state, slot, dx))
     slots1 = jnp.concatenate([slots, new[None]])
     DL1 = jnp.concatenate([DL, row[None]], axis=0)
     eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), state.arrival[slots1], valid, eps)
@@ -707,16 +730,17 @@ def _step(state: State, x, cfg: _Cfg):
         n_seen=t + 1,
         dist=state.dist.at[slot].set(dx).at[:, slot].set(dx) if cfg.cache else state.dist,
     )
-    s, added, removed, full = lax.cond(
+    s, added, removed, full = _cond_rare(
         case == CASE_REPLACED,
-        lambda s_: _case3(s_, slot, dx, cfg),
-        lambda s_: (s_, jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1), jnp.array(False)),
-        s)
+        lambda op: _case3(op[0], op[1], op[2], cfg),
+        lambda op: (op[0], jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1),
+                    jnp.array(False)),
+        (s, slot, dx))
     replaced = (case == CASE_REPLACED) & (removed != added)
     if cfg.align:
         changed = (case == CASE_ADDED) | replaced
-        emb = lax.cond(changed, lambda s_: _procrustes(_fresh_embedding(s_, cfg), s_.embedding),
-                       lambda s_: s_.embedding, s)
+        emb = _cond_rare(changed, lambda s_: _procrustes(_fresh_embedding(s_, cfg), s_.embedding),
+                         lambda s_: s_.embedding, s)
         s = s._replace(embedding=emb)
     info = Info(loss=loss, case=case.astype(jnp.int32), replaced=replaced, eps=s.eps, added=added,
                 removed=removed, evicted=evicted.astype(jnp.int32),

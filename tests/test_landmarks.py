@@ -323,7 +323,23 @@ def test_degree_rule_neighbour_branch():
             assert state_landmarks(state) == sorted(ref.L) and float(state.eps) == ref.eps
             assert int(info.case) == r["case"] and int(info.added) == r["added"]
     # |E| = 2m, deg(hub) = m = 9 > 2 sqrt(18): the oldest leaf (degree 2) is added, not the hub
-    assert int(info.case) == 3 and int(info.added) == 2 == r["added"]
+    assert int(info.case) == 3 and int(info.added) == 2 == r["added"] and bool(info.full_degrees)
+    # under vmap the O(N^2) branch runs for the one stream that needs it; results equal single runs
+    with enable_x64():
+        grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (2,) + a.shape), lrn.params)
+        grid = grid._replace(eps0=jnp.array([1.0, 0.1]))
+        keys = jax.random.split(jax.random.key(0), 2)
+        items = LM.index_stream(n)
+        states = jaxstream.init_streams(lrn, keys, items[:1], grid, params_batched=True, x_init_batched=False)
+        fin, infos = jax.jit(lambda k, xs, s: jaxstream.run_streams(lrn, k, xs, s, trace="info"))(
+            keys, np.broadcast_to(items[1:], (2, n - 1, 1)), states)
+        assert bool(infos.full_degrees[0, -1]) and not bool(infos.full_degrees[1].any())
+        assert state_landmarks(jax.tree_util.tree_map(lambda a: a[0], fin)) == state_landmarks(state)
+        ref1 = RefOnline(D, 2, 50, eps0=0.1)
+        for t in range(n):
+            ref1.arrive(t)
+        assert state_landmarks(jax.tree_util.tree_map(lambda a: a[1], fin)) == sorted(ref1.L)
+        assert float(fin.eps[1]) == ref1.eps
 
 
 def test_grow_eps_vs_bruteforce():
