@@ -154,48 +154,79 @@ def many_streams(quick=False):
         print(f"{B:4d} {n_L:4d} {N:7d} {comp:10.2f} {steady:9.3f} {B * 999 / steady:17.0f}")
 
 
+def temporal_trajectory(n_days=3.0, decay=0.5, step_h=1.0 / 6.0, n_landmarks=20, seed=0):
+    """Synthetic ward contacts -> tie-decay snapshots -> spectra -> online landmark MDS.
+
+    Returns a dict with the snapshot times, the prequential (aligned)
+    embedding of each snapshot on arrival, the embedding of all snapshots
+    under the final landmarks, the spectra and the final state.
+    """
+    c = networks.make_contact_stream(20, n_days, seed=seed)
+    times = np.arange(1.0, 24.0 * n_days + 1e-9, step_h)  # from the first hour on
+    B = networks.tie_decay_networks(c.i, c.j, c.t, c.n_nodes, times, decay=decay)
+    spec = np.asarray(networks.laplacian_spectrum(B))
+    lrn = LM.landmark_mds(n_landmarks, n_components=2, buffer_size=len(times), align=True)
+    s0 = lrn.init(jax.random.key(0), spec[:1])
+    # trace: the embedding of x_t under the landmarks before x_t is learned
+    fin, (Y, info) = jax.jit(lambda s, xs: jaxstream.run_stream(
+        lrn, jax.random.key(0), xs, s, trace=lambda st, x, i: (lrn.predict(st, x), i)))(s0, spec[1:])
+    return dict(contacts=c, times=times, spec=spec, online=np.asarray(Y), info=info, state=fin,
+                final=np.asarray(lrn.predict(fin, spec)), learner=lrn)
+
+
+def plot_trajectory(res, png=None):
+    import matplotlib.pyplot as plt
+    times, Y, Yf = res["times"], res["online"], res["final"]
+    warm = np.asarray(res["info"].n_landmarks) >= 3  # fewer landmarks cannot give 2 dimensions
+    t_on, Y = times[1:][warm], Y[warm]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+    ax = axes[0]
+    ax.plot(Y[:, 0], Y[:, 1], "-", color="0.85", lw=0.6, zorder=1)
+    sc = ax.scatter(Y[:, 0], Y[:, 1], c=t_on % 24.0, cmap="twilight", s=8, zorder=2)
+    fig.colorbar(sc, ax=ax, label="hour of day")
+    ax.set(title="online embedding (prequential, aligned)", xlabel="dimension 1", ylabel="dimension 2")
+    ax = axes[1]
+    n_days = int(round(times[-1] / 24.0))
+    day = np.minimum((times // 24.0).astype(int), n_days - 1)
+    for d in range(n_days):
+        m = day == d
+        ax.plot(Yf[m, 0], Yf[m, 1], "-o", ms=2, lw=0.7, label=f"day {d + 1}")
+    ax.legend(fontsize=8)
+    ax.set(title="all snapshots, final landmarks", xlabel="dimension 1", ylabel="dimension 2")
+    ax = axes[2]
+    ax.plot(t_on, Y[:, 0], lw=0.9, label="dimension 1 (online)")
+    ax.plot(t_on, Y[:, 1], lw=0.9, label="dimension 2 (online)")
+    ax.plot(times, Yf[:, 0], "k:", lw=0.7, label="dimension 1 (final landmarks)")
+    for d in range(1, n_days):
+        ax.axvline(24.0 * d, color="0.6", lw=0.5)
+    ax.legend(fontsize=8)
+    ax.set(title="coordinates over time", xlabel="time (hours)")
+    fig.tight_layout()
+    if png:
+        os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+        fig.savefig(png, dpi=110)
+    return fig
+
+
 def temporal_network(png):
     print()
-    c = networks.make_contact_stream(20, 3.0, seed=0)
-    times = np.arange(1.0, 72.0 + 1e-9, 1.0 / 6.0)  # every 10 minutes after the first hour
-    B = networks.tie_decay_networks(c.i, c.j, c.t, c.n_nodes, times, decay=0.5)
-    spec = np.asarray(networks.laplacian_spectrum(B))
-    lrn = LM.landmark_mds(20, n_components=2, buffer_size=len(times), align=True)
-    s0 = lrn.init(jax.random.key(0), spec[:1])
-    fin, (Y, info) = jaxstream.run_stream(
-        lrn, jax.random.key(0), spec[1:], s0,
-        trace=lambda s, x, i: (lrn.predict(s, x), i))
-    Y = np.asarray(Y)
-    Yfinal = np.asarray(lrn.predict(fin, spec))
+    res = temporal_trajectory()
+    c, spec, fin = res["contacts"], res["spec"], res["state"]
     D = euclid(spec)
     _, ids, _ = LM.landmarks(fin)
-    print(f"temporal network: {len(c.t)} contacts among {c.n_nodes} nodes over 3 days, {len(times)} tie-decay "
-          f"snapshots (decay 0.5/h), spectral distance; n_L=20: sigma = "
-          f"{float(LM.normalized_stress(D, Yfinal)):.3f}, sigma_L = {float(LM.landmark_stress(D, Yfinal, ids)):.3f}, "
-          f"swaps = {int(np.asarray(info.replaced).sum())}")
+    print(f"temporal network: {len(c.t)} contacts among {c.n_nodes} nodes over 3 days, {len(res['times'])} "
+          f"tie-decay snapshots every 10 min (decay 0.5/h), Laplacian spectral distance, n_L=20, k=2: "
+          f"sigma = {float(LM.normalized_stress(D, res['final'])):.3f}, "
+          f"sigma_L = {float(LM.landmark_stress(D, res['final'], ids)):.3f}, "
+          f"swaps = {int(np.asarray(res['info'].replaced).sum())}")
     try:
         import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib not installed: no plot")
         return
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    hours = times % 24.0
-    for ax, Z, title in ((axes[0], Y[19:], "online (prequential, aligned) embedding"),
-                         (axes[1], Yfinal, "all snapshots, final landmarks")):
-        tt = times[1:][19:] if Z is not Yfinal else times
-        hh = tt % 24.0
-        ax.plot(Z[:, 0], Z[:, 1], "-", color="0.8", lw=0.6, zorder=1)
-        sc = ax.scatter(Z[:, 0], Z[:, 1], c=hh, cmap="twilight", s=9, zorder=2)
-        ax.set_title(title)
-        ax.set_xlabel("dimension 1")
-        ax.set_ylabel("dimension 2")
-    fig.colorbar(sc, ax=axes, label="hour of day")
-    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-    fig.savefig(png, dpi=120)
+    plot_trajectory(res, png)
     print(f"trajectory plot written to {png}")
-    del hours
 
 
 def main():

@@ -20,20 +20,35 @@ landmarks, n_L = ``max_landmarks``):
    ties go to the landmark that arrived earliest.
 
 How ε growth is computed (no sorted list of all pairs). Landmark u is
-redundant at ε iff ``max{m_u(v) : d(u, v) <= ε} <= ε`` with ``m_u(v)`` the
-distance from v to the nearest landmark other than u. A point v whose nearest
-landmark is not u has ``m_u(v) <= d(u, v)``, so it can never violate the
-condition for u; only the points that u owns (u is their nearest landmark,
-first slot on ties) matter, and for them ``m_u(v)`` is the distance to the
-second-nearest landmark. So one sort of the buffered points by
-(owner, distance to owner), a segmented prefix maximum of the second-nearest
-distances, and a segmented minimum give, for every landmark at once, the
-smallest feasible ε: on the stretch between two consecutive owned distances
-``a_i <= ε' < a_{i+1}`` the condition is ``ε' >= G_i`` (the prefix maximum),
-so the first feasible value there is ``max(a_i, G_i, ε)``. That is the
-spec's prefix-max formulation restricted to the points that can matter:
-O(N log N) after the O(N·N) distance pass, instead of one sort per
-landmark.
+redundant at ε' iff ``G_u(ε') <= ε'`` where ``G_u(ε') = max{m_u(v) : d(u, v)
+<= ε'}`` is the spec's prefix maximum and ``m_u(v)`` the distance from v to
+the nearest landmark other than u. A point v whose nearest landmark is not u
+has ``m_u(v) <= d(u, v) <= ε'``, so it never violates the condition; only
+the points u owns (u is their nearest landmark, first position on ties)
+matter, and for them ``m_u(v)`` is the distance to the second-nearest
+landmark. Because G_u is a non-decreasing step function, the iteration
+``c <- max(c, G_u(c))`` started at the current ε only passes over infeasible
+values (every ε' in [c, G_u(c)) has ``G_u(ε') >= G_u(c) > ε'``) and stops at
+the smallest feasible ε' >= ε: the value a walk through u's points sorted
+by distance would find, without sorting. It runs for all landmarks at once
+on the (n_L + 1) x N landmark-to-point distances; each round is O(N) and
+the number of rounds is bounded by the number of points a landmark owns
+(two or three on the benchmark streams). The landmark with the smallest
+value is removed (ties: the earliest arrival); ε only takes values of pair
+distances, as when the paper adds edges one at a time.
+
+The degree rule needs |E|, which is O(N²) to count. The edges incident to
+the landmarks or to x (O(n_L·N)) are a lower bound on |E|; the full count
+runs only when the bound does not settle deg(x) <= 2·sqrt(|E|)
+(`Info.full_degrees`; it never happened on the benchmark streams).
+
+Cost per arrival: O(N) distance evaluations (x to the buffer); case 3 adds
+O(n_L·N); ``align=True`` adds an n_L x n_L eigendecomposition whenever the
+landmarks change. The rare branches are written as loops that run at most
+once, so under `run_streams` (vmap) they run only at steps where some
+stream takes them (a plain ``lax.cond`` would run both sides for every
+stream at every step). `update` is not reverse-differentiable (it contains
+while loops); `loss` is.
 
 Memory is bounded by static capacities: ``max_landmarks`` and
 ``buffer_size`` (the points that form the graph). When the buffer is full,
@@ -899,9 +914,12 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
       distances: the (n, n) matrix for ``metric="precomputed"`` (stored in
         the default params).
       align: keep the embedding in the state, recomputed and aligned to the
-        previous one (orthogonal Procrustes on shared landmarks) whenever the
-        landmarks change. Costs one k-eigendecomposition of an n_L x n_L
-        matrix per change; without it `predict` computes the embedding afresh.
+        previous one (orthogonal Procrustes on shared landmarks, with
+        translation) whenever the landmarks change. Costs one eigendecomposition
+        of an n_L x n_L matrix per change; without it `predict` computes the
+        embedding afresh (unaligned) at every call. On CPU, jaxlib's eigh
+        calls OpenBLAS: set ``OPENBLAS_NUM_THREADS=1`` on a busy machine (its
+        spinning threads made a 100 x 100 eigh ~100x slower in our runs).
       cache_distances: keep the (N, N) distances of buffered points in the
         state (N metric evaluations per arrival instead of N² per case-3
         arrival; the state is then O(N²)). Default: on for a callable metric,

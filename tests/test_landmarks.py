@@ -512,6 +512,9 @@ def test_predict_matches_lmds_of_landmarks():
         predict = jax.jit(lrn.predict)
         Y = np.asarray(predict(s, X))
         np.testing.assert_allclose(np.asarray(predict(s, X[5])), Y[5], atol=1e-12)
+        emb = jax.jit(lambda st: LM.embedding(st, n_components=2))(s)  # landmarks map to their MDS coordinates
+        msk = np.asarray(emb.mask)
+        np.testing.assert_allclose(Y[np.asarray(emb.ids)[msk]], np.asarray(emb.coords)[msk], atol=1e-9)
     sg = np.sign((Y * Yr).sum(0))
     np.testing.assert_allclose(Y * sg, Yr, atol=1e-8)
 
@@ -604,6 +607,7 @@ def test_make_s_curve():
 
 def test_wrapper():
     X = clustered_stream(17, 60, d=3)
+    assert jaxstream.embedding is LM and jaxstream.embedding.landmark_mds is jaxstream.landmark_mds
     m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=30)
     with pytest.raises(ValueError, match="not seen"):
         m.transform(X)
