@@ -432,7 +432,7 @@ class Info(NamedTuple):
     Attributes:
       loss: prequential loss, the squared distance from x to its nearest
         landmark before the update (the squared covering radius at x; x is
-        covered iff ``loss <= eps_before²``).
+        covered iff ``loss <= eps_before²``); inf for the very first point.
       case: 1 (covered), 2 (added, |L| < n_L) or 3 (uncovered with |L| = n_L:
         degree rule and ε growth).
       replaced: True when the landmark set changed by a swap (case 3 and the
@@ -513,7 +513,8 @@ def _empty_state(cfg: _Cfg, p: int, dtype, params: Params) -> State:
     dist = jnp.zeros((N, N) if cfg.cache else (0, 0), dtype)
     return State(points=jnp.zeros((N, p), dtype), valid=jnp.zeros((N,), bool),
                  arrival=jnp.full((N,), -1, jnp.int32), is_landmark=jnp.zeros((N,), bool),
-                 landmark_slots=jnp.full((cfg.max_landmarks,), -1, jnp.int32), eps=jnp.asarray(params.eps0, dtype), n_seen=jnp.zeros((), jnp.int32), dist=dist,
+                 landmark_slots=jnp.full((cfg.max_landmarks,), -1, jnp.int32),
+                 eps=jnp.asarray(params.eps0, dtype), n_seen=jnp.zeros((), jnp.int32), dist=dist,
                  embedding=_empty_embedding(cfg.max_landmarks, cfg.n_components, dtype), params=params)
 
 
@@ -809,7 +810,8 @@ def init(key, x_init, params: Params, *, cfg: _Cfg) -> State:
     x_init = check_points(x_init, "x_init", min_rows=1)
     if cfg.dist.precomputed:
         if x_init.shape[1] != 1:
-            raise ValueError(f"with metric='precomputed' x_init holds indices, shape (n0, 1); got {tuple(x_init.shape)}")
+            raise ValueError("with metric='precomputed' x_init holds indices, shape (n0, 1); "
+                             f"got {tuple(x_init.shape)}")
         _check_items(x_init, cfg, params, "x_init")
     dtype = x_init.dtype if not cfg.dist.precomputed else jnp.asarray(params.distances).dtype
     x_init = x_init.astype(dtype)
