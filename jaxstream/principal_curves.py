@@ -671,7 +671,10 @@ def _round(key, state, x, config, inspect):
         return (jnp.where(in_old, pr["sqdist"], hd_), jnp.where(in_old, pr["segment"].astype(jnp.int32), hs_),
                 jnp.where(in_old, pr["t"], ht_))
 
-    hd2, hs2, ht2 = lax.cond(n_in > M_in, reproject, lambda arrays: arrays, (hd2, hs2, ht2))
+    # A loop run at most once rather than lax.cond: under vmap a cond runs
+    # both branches for every stream, the loop only while some stream needs it.
+    _, (hd2, hs2, ht2) = lax.while_loop(lambda c: c[0], lambda c: (jnp.zeros_like(c[0]), reproject(c[1])),
+                                        (n_in > M_in, (hd2, hs2, ht2)))
 
     new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, hd2, hs2, ht2, n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), prm)
