@@ -23,7 +23,6 @@ Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -32,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream as js
+from _timing import timed
 from jaxstream.baselines import kmeans as kb
 
 MEANS4 = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
@@ -70,19 +70,6 @@ def growing_groups_stream(seed, T=200, n_groups=10, block=20):
     k_t = np.minimum(np.arange(T) // block + 1, n_groups)
     lab = np.where(rng.random(T) < 0.5, k_t - 1, (rng.random(T) * k_t).astype(int))
     return (means[lab] + rng.standard_normal((T, 2))).astype(np.float32), k_t
-
-
-def timed(fn, *args, repeats=3):
-    """(output, first call seconds, median of `repeats` further calls)."""
-    t = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        runs.append(time.perf_counter() - t)
-    return out, first, statistics.median(runs)
 
 
 def batched_params(learner, radii, **overrides):

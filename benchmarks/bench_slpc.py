@@ -16,7 +16,6 @@ Usage: python benchmarks/bench_slpc.py [--quick] [--princurve] [--batches 1 16 2
 """
 import argparse
 import platform
-import statistics
 import time
 
 import numpy as np
@@ -24,19 +23,8 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream as js
+from _timing import timed
 from jaxstream import datasets, geometry
-
-
-def timed(fn, *args, repeats=3):
-    t = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        runs.append(time.perf_counter() - t)
-    return out, first, statistics.median(runs)
 
 
 def quality(args, learner, run):

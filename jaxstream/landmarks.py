@@ -65,7 +65,7 @@ matrix that travels in the params (``Params.distances``).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Callable, NamedTuple, Optional, Union
 
 import numpy as np
 import jax

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from . import geometry
-from ._checks import check_capacity, check_point, check_points, is_concrete
+from ._checks import check_capacity, check_point, check_points
 from ._core import StreamLearner, run_stream
 
 Array = jax.Array
@@ -609,7 +609,6 @@ def _round(key, state, x, config, inspect):
     keep = seg_ok & ((gidx <= a - 2) | (gidx >= b))
     d2u = jnp.where(keep[:, None], d2u, jnp.inf)
     useg_in = jnp.argmin(d2u, 0)
-    useg = jnp.concatenate([useg_in, hs[sel_out]])
     udist = jnp.concatenate([jnp.min(d2u, 0), hd[sel_out]])
     ut = jnp.concatenate([jnp.take_along_axis(tu, useg_in[None], 0)[0], ht[sel_out]])
 
