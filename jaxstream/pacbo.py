@@ -1070,23 +1070,22 @@ class PACBO:
             raise RuntimeError("PACBO has not learned any point yet")
         return self.state_
 
-    def predict(self, X) -> np.ndarray:
-        """Labels (indices into `centers`) of X (n, d), or of one point (d,)."""
+    def _per_point(self, fn, X) -> np.ndarray:
+        """Apply ``fn(state, X2)`` to X (n, d), or to one point (d,)."""
         state = self._need_state()
         X = np.asarray(X)
         one = X.ndim == 1
         X2 = np.asarray(check_points(X[None] if one else X, "X", dim=self.dim))
-        out = np.asarray(predict(state, X2))
+        out = np.asarray(fn(state, X2))
         return out[0] if one else out
+
+    def predict(self, X) -> np.ndarray:
+        """Labels (indices into `centers`) of X (n, d), or of one point (d,)."""
+        return self._per_point(predict, X)
 
     def loss(self, X) -> np.ndarray:
         """Squared distance of X (n, d) (or of one point) to the nearest centre."""
-        state = self._need_state()
-        X = np.asarray(X)
-        one = X.ndim == 1
-        X2 = np.asarray(check_points(X[None] if one else X, "X", dim=self.dim))
-        out = np.asarray(loss(state, X2))
-        return out[0] if one else out
+        return self._per_point(loss, X)
 
     @property
     def n_clusters(self) -> int:
