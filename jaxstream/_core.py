@@ -41,6 +41,11 @@ class StreamLearner(NamedTuple):
       loss: ``(state, x[d]) -> scalar``. Instantaneous loss of the current
         summary at x.
       params: default numeric hyper-parameters (a pytree of arrays).
+      config: the static configuration (a dict of plain Python values: the
+        learner's name under ``"learner"`` and the factory's static
+        arguments, e.g. capacities and variant flags). Checkpoints record it
+        and refuse a state saved under another configuration. ``None`` for a
+        hand-built learner.
     """
 
     init: Callable[..., State]
@@ -48,6 +53,7 @@ class StreamLearner(NamedTuple):
     predict: Callable[[State, Array], Array]
     loss: Callable[[State, Array], Array]
     params: Any
+    config: Optional[dict] = None
 
 
 def _select(pred, on_true, on_false):
