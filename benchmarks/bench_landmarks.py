@@ -39,8 +39,9 @@ import jax.numpy as jnp
 
 import jaxstream
 from jaxstream import datasets, networks
-from jaxstream import landmarks as LM
-from jaxstream.baselines import landmarks as BL
+from jaxstream import embedding as LM
+
+from jaxstream.embedding import baselines as BL
 
 
 def euclid(X):

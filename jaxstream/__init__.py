@@ -6,9 +6,14 @@ from . import principal_curves
 from .principal_curves import SLPC, slpc
 from . import pacbo as clustering
 from .pacbo import PACBO, pacbo
-from . import landmarks, networks
-from . import landmarks as embedding
-from .landmarks import LandmarkMDS, landmark_mds
+from . import embedding
+from .embedding import LandmarkMDS, landmark_mds, networks
+import sys as _sys
+# old module paths of the embedding family (before jaxstream/embedding/): keep `import jaxstream.networks`
+# and `jaxstream.landmarks` working
+_sys.modules[__name__ + ".networks"] = networks
+_sys.modules[__name__ + ".landmarks"] = landmarks = embedding
+del _sys
 
 __version__ = "0.1.0"
 

@@ -34,8 +34,8 @@ import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 plt.rcParams["figure.dpi"] = 72
 import jaxstream as js
-from jaxstream import landmarks as LM
-from jaxstream.baselines import landmarks as BL
+from jaxstream import embedding as LM
+from jaxstream.embedding import baselines as BL
 from bench_landmarks import euclid, quality, temporal_trajectory, plot_trajectory
 
 print("jax", jax.__version__, jax.devices())"""))

@@ -9,8 +9,9 @@ from jax import enable_x64
 
 import jaxstream
 from jaxstream import datasets
-from jaxstream import landmarks as LM
-from jaxstream.baselines import landmarks as BL
+from jaxstream import embedding as LM
+from jaxstream.embedding import online as ON
+from jaxstream.embedding import baselines as BL
 
 
 # ---------------------------------------------------------------------------
@@ -345,7 +346,7 @@ def test_degree_rule_neighbour_branch():
 def test_grow_eps_vs_bruteforce():
     """The fixed-point ε growth equals a brute-force scan over candidate thresholds."""
     rng = np.random.default_rng(7)
-    grow = jax.jit(LM._grow_eps)
+    grow = jax.jit(ON._grow_eps)
     for trial in range(20):
         n = 30
         X = rng.standard_normal((n, 2))
@@ -525,8 +526,8 @@ def test_alignment_prevents_flips():
     with enable_x64():
         lrn = LM.landmark_mds(10, n_components=2, buffer_size=60, align=True)
         step = jax.jit(lrn.update)
-        cfg = LM._make_cfg(10, 60, 2, False, None, None)
-        fresh_fn = jax.jit(lambda s: LM._fresh_embedding(s, cfg))
+        cfg = ON._make_cfg(10, 60, 2, False, None, None)
+        fresh_fn = jax.jit(lambda s: ON._fresh_embedding(s, cfg))
         s = lrn.init(jax.random.key(0), X[:12])
         prev = s.embedding
         jumps, raw_jumps = [], []

@@ -8,8 +8,9 @@ import jax.numpy as jnp
 from jax import enable_x64
 
 import jaxstream
-from jaxstream import landmarks as LM
-from jaxstream import networks as NW
+from jaxstream import embedding as LM
+
+from jaxstream.embedding import networks as NW
 
 
 def ref_tie_decay(i, j, t, n, times, decay):

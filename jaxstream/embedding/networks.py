@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import is_concrete
+from .._checks import is_concrete
 
 Array = jax.Array
 

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._checks import check_capacity
-from ..landmarks import Metric, _make_dist, check_eigen, lmds_fit, lmds_transform, pairwise_distances
+from .distances import Metric, _make_dist, pairwise_distances
+from .lmds import check_eigen, lmds_fit, lmds_transform
 
 __all__ = ["initial_landmarks", "random_landmarks", "reservoir_landmarks", "farthest_point_landmarks",
            "embed_with_landmarks"]

@@ -1,0 +1,159 @@
+"""Stateful NumPy-in / NumPy-out wrapper around `landmark_mds`."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .._checks import check_points
+from .._core import run_stream
+from .distances import Metric
+from .lmds import check_eigen
+from .online import (CASE_ADDED, Embedding, Info, State, _check_items, _embed_points, _first_state,
+                     _fresh_embedding, _make_cfg, landmark_mds, landmarks)
+
+__all__ = ["LandmarkMDS"]
+
+
+class LandmarkMDS:
+    """NumPy-in / NumPy-out online landmark MDS (keeps the key and state).
+
+    Example::
+
+        model = LandmarkMDS(max_landmarks=100, n_components=2)
+        model.partial_fit(X)          # learn a stream (or model.learn_one(x))
+        Y = model.transform(X)        # embed points under the current landmarks
+
+    Args: as `landmark_mds`, plus ``seed`` for the PRNG key.
+    """
+
+    def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
+                 metric: Metric = None, distances=None, align: bool = False,
+                 cache_distances: Optional[bool] = None, eps0: float = 0.0, seed: int = 0):
+        self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
+                                    metric=metric, distances=distances, align=align,
+                                    cache_distances=cache_distances, eps0=eps0)
+        self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances)
+        self.n_components = n_components
+        self._key = jax.random.key(seed)
+        self.state: Optional[State] = None
+        self._update = jax.jit(self.learner.update)
+        self.chunk_size = 256
+        self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, trace="info",
+                                                              step_offset=off))
+        cfg = self._cfg
+        self._embedding = jax.jit(lambda s: s.embedding if cfg.align else _fresh_embedding(s, cfg))
+        self._embed = jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg))
+
+    def _prep(self, X, name):
+        X = np.asarray(check_points(np.atleast_2d(np.asarray(X, dtype=float)), name,
+                                    dim=None if self.state is None else self.state.points.shape[1]))
+        _check_items(X, self._cfg, self.learner.params if self.state is None else self.state.params, name)
+        return X
+
+    def reset(self) -> "LandmarkMDS":
+        self.state = None
+        return self
+
+    def learn_one(self, x) -> Info:
+        """Learn one point (p,); returns its `Info` (NumPy scalars)."""
+        if np.ndim(x) != 1:
+            raise ValueError(f"learn_one takes one point of shape (p,); got shape {np.shape(x)}")
+        return jax.tree_util.tree_map(lambda a: np.asarray(a)[0], self.learn_many(np.asarray(x, float)[None]))
+
+    def learn_many(self, X) -> Info:
+        """Learn points (n, p) in order; returns the per-point `Info` (NumPy arrays).
+
+        Whole chunks of `chunk_size` points go through one compiled
+        `run_stream`; the remainder through the compiled single-point update,
+        so nothing recompiles as n varies.
+        """
+        X = self._prep(X, "X")
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("X is empty")
+        if self.state is None:
+            dtype = (jnp.asarray(self.learner.params.distances).dtype if self._cfg.dist.precomputed
+                     else jnp.asarray(X).dtype)
+            self.state = _first_state(self._cfg, jnp.asarray(X[0]), dtype, self.learner.params)
+            first = Info(loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
+                         eps=np.asarray(self.state.eps), added=np.int32(0), removed=np.int32(-1),
+                         evicted=np.int32(-1), n_landmarks=np.int32(1), full_degrees=np.bool_(False))
+            infos = [jax.tree_util.tree_map(lambda a: np.asarray(a)[None], first)]
+            X = X[1:]
+        else:
+            infos = []
+        C = self.chunk_size
+        n_full = (X.shape[0] // C) * C
+        for i in range(0, n_full, C):
+            self.state, info = self._run(self._key, X[i:i + C], self.state, int(self.state.n_seen))
+            infos.append(jax.tree_util.tree_map(np.asarray, info))
+        rest = []
+        for x in X[n_full:]:
+            t = int(self.state.n_seen)
+            self.state, info = self._update(jax.random.fold_in(self._key, t), self.state, x)
+            rest.append(info)
+        if rest:
+            infos.append(jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(v) for v in a]), *rest))
+        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+
+    def partial_fit(self, X) -> "LandmarkMDS":
+        self.learn_many(X)
+        return self
+
+    def fit(self, X) -> "LandmarkMDS":
+        """Forget everything and learn X as a stream."""
+        return self.reset().partial_fit(X)
+
+    def _require(self):
+        if self.state is None:
+            raise ValueError("the model has not seen any point yet; call learn_one / partial_fit first")
+
+    @property
+    def embedding_(self) -> Embedding:
+        self._require()
+        return self._embedding(self.state)
+
+    def transform(self, X) -> np.ndarray:
+        """Embed points (n, p) -> (n, k). Raises if fewer than k eigenvalues are positive."""
+        self._require()
+        X = self._prep(X, "X")
+        emb = self.embedding_
+        check_eigen(emb.n_positive, self.n_components)
+        return np.asarray(self._embed(self.state, emb, jnp.asarray(X, self.state.points.dtype)))
+
+    def fit_transform(self, X) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    @property
+    def landmarks_(self) -> np.ndarray:
+        """(n_L, p) landmark points, by arrival."""
+        self._require()
+        return landmarks(self.state)[0]
+
+    @property
+    def landmark_indices_(self) -> np.ndarray:
+        """(n_L,) arrival indices of the landmarks (0-based positions in the stream)."""
+        self._require()
+        return landmarks(self.state)[1]
+
+    @property
+    def landmark_coords_(self) -> np.ndarray:
+        """(n_L, k) MDS coordinates of the landmarks, in the order of `landmark_indices_`."""
+        emb = self.embedding_
+        check_eigen(emb.n_positive, self.n_components)
+        ids = np.asarray(emb.ids)
+        mask = np.asarray(emb.mask)
+        order = np.argsort(np.where(mask, ids, np.iinfo(np.int32).max), kind="stable")[: mask.sum()]
+        return np.asarray(emb.coords)[order]
+
+    @property
+    def eps_(self) -> float:
+        self._require()
+        return float(self.state.eps)
+
+    @property
+    def n_seen_(self) -> int:
+        return 0 if self.state is None else int(self.state.n_seen)
