@@ -1,0 +1,395 @@
+"""Save a learner's state to a file and load it back (checkpoint and resume).
+
+    >>> from jaxstream import checkpoint
+    >>> checkpoint.save("run.ckpt", learner, state, metadata={"n_done": 4096})
+    >>> state, meta = checkpoint.load("run.ckpt", learner)
+
+A checkpoint is one plain NumPy ``.npz`` file (a zip archive, CRC-checked per
+member) holding
+
+* the state's leaves, flattened in pytree order, as ``leaf_00000``, ...,
+  each with its exact dtype and shape (so a resumed run is bit-identical);
+* ``__manifest__``: a UTF-8 JSON document (stored as a uint8 array) with the
+  format version, the package version, the learner's static configuration
+  (``learner.config``), the pytree structure (containers, NamedTuple class
+  names and field names), each leaf's shape and dtype (typed PRNG keys are
+  stored as their key data plus the name of their implementation), and the
+  caller's `metadata`.
+
+Why ``.npz`` + JSON and not Orbax: the state of every jaxstream learner is a
+small pytree of dense arrays that lives on one host, so the format only has
+to be exact, atomic and safe. ``.npz`` is readable by NumPy alone (no JAX,
+no TensorStore, no async machinery), and is loaded with
+``allow_pickle=False``, so a checkpoint cannot run code; the manifest is
+human-readable JSON. Orbax is the better tool for sharded, multi-host,
+multi-gigabyte model states (its async and distributed checkpointing), none
+of which applies here, and it would add a heavy dependency.
+
+Writes are atomic: the file is written to a temporary file in the same
+directory, flushed to disk (``fsync``) and moved over `path` with
+``os.replace``, so a process killed mid-save leaves either the previous
+checkpoint or the new one, never a truncated file.
+
+Loading refuses, with a `CheckpointError` (a `ValueError`) naming the
+difference:
+
+* a file of another format version, or written by another ``major.minor``
+  version of jaxstream (state layouts may change between minor versions);
+* a configuration different from ``learner.config`` (e.g. another capacity:
+  the compiled ``update`` would not accept the state);
+* float64 (or int64) arrays when ``jax_enable_x64`` is off, which JAX would
+  otherwise silently truncate to 32 bits;
+* a corrupt or truncated file, or one that is not a jaxstream checkpoint.
+
+Learners without a configuration (``learner.config is None``, e.g. a
+hand-built `StreamLearner`) cannot be verified, so `save` refuses them unless
+``allow_missing_config=True`` is passed to both `save` and `load`; then only
+the structure, shapes and dtypes are checked.
+
+NamedTuple classes of the state are looked up by module and qualified name
+among modules already imported (modules of the ``jaxstream`` package are
+imported on demand); loading never imports anything else.
+"""
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from typing import Any, Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+FORMAT_VERSION = 1
+_MANIFEST = "__manifest__"
+_MAGIC = "jaxstream-checkpoint"
+
+__all__ = ["save", "load", "read_manifest", "CheckpointError", "FORMAT_VERSION"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint cannot be written or does not match the learner."""
+
+
+def _package_version() -> str:
+    from . import __version__
+    return __version__
+
+
+def _normalise_config(config, where: str):
+    """Round-trips the config through JSON (tuples become lists) so that a
+    saved and a live configuration compare equal when they are equal."""
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{where}: learner.config must be a dict of plain Python values; "
+                              f"got {type(config).__name__}")
+
+    def default(obj):
+        if isinstance(obj, (np.integer, np.floating, np.bool_)):
+            return obj.item()
+        raise CheckpointError(
+            f"{where}: learner.config holds a {type(obj).__name__} ({obj!r:.60}), which a checkpoint "
+            "cannot record; a factory's config must hold plain values (int, float, str, bool, None, "
+            "tuples/lists/dicts of them)")
+
+    return json.loads(json.dumps(config, default=default, sort_keys=True))
+
+
+def _is_key_array(x) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _encode_tree(node, leaves: list, specs: list):
+    """JSON description of the pytree's containers; leaves appended in order."""
+    if node is None:
+        return {"t": "none"}
+    if isinstance(node, tuple) and hasattr(type(node), "_fields"):
+        cls = type(node)
+        return {"t": "namedtuple", "cls": f"{cls.__module__}:{cls.__qualname__}",
+                "fields": list(cls._fields),
+                "c": [_encode_tree(v, leaves, specs) for v in node]}
+    if isinstance(node, tuple):
+        return {"t": "tuple", "c": [_encode_tree(v, leaves, specs) for v in node]}
+    if isinstance(node, list):
+        return {"t": "list", "c": [_encode_tree(v, leaves, specs) for v in node]}
+    if isinstance(node, dict):
+        keys = sorted(node)
+        if not all(isinstance(k, str) for k in keys):
+            raise CheckpointError("state dicts must have string keys to be checkpointed")
+        return {"t": "dict", "k": keys, "c": [_encode_tree(node[k], leaves, specs) for k in keys]}
+    if isinstance(node, (bool, int, float)) and not isinstance(node, np.generic):
+        specs.append({"kind": "python", "type": type(node).__name__})
+        leaves.append(np.asarray(node))
+        return {"t": "leaf", "i": len(leaves) - 1}
+    if isinstance(node, (jax.Array, np.ndarray, np.generic)):
+        if _is_key_array(node):
+            data = np.asarray(jax.random.key_data(node))
+            specs.append({"kind": "key", "impl": str(jax.random.key_impl(node)),
+                          "shape": list(node.shape), "dtype": data.dtype.name})
+            leaves.append(data)
+        else:
+            arr = np.asarray(node)
+            if arr.dtype.kind not in "biufc":
+                raise CheckpointError(f"cannot checkpoint an array of dtype {arr.dtype}")
+            specs.append({"kind": "array", "shape": list(arr.shape), "dtype": arr.dtype.name,
+                          "weak_type": bool(getattr(node, "weak_type", False))})
+            leaves.append(arr)
+        return {"t": "leaf", "i": len(leaves) - 1}
+    raise CheckpointError(f"cannot checkpoint a state node of type {type(node).__module__}."
+                          f"{type(node).__qualname__} (supported: NamedTuple, tuple, list, dict, None, "
+                          "arrays, Python scalars)")
+
+
+def _resolve_class(name: str):
+    module_name, _, qualname = name.partition(":")
+    module = sys.modules.get(module_name)
+    if module is None and (module_name == "jaxstream" or module_name.startswith("jaxstream.")):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            module = None
+    if module is None:
+        raise CheckpointError(f"the checkpoint's state type {name} is not available in this version "
+                              "of the code (module not imported)")
+    obj = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise CheckpointError(f"the checkpoint's state type {name} does not exist in this version "
+                                  "of the code")
+    if not (isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")):
+        raise CheckpointError(f"the checkpoint's state type {name} is not a NamedTuple here")
+    return obj
+
+
+def _decode_tree(desc, leaves: list):
+    t = desc.get("t")
+    if t == "none":
+        return None
+    if t == "leaf":
+        return leaves[desc["i"]]
+    children = [_decode_tree(c, leaves) for c in desc["c"]]
+    if t == "tuple":
+        return tuple(children)
+    if t == "list":
+        return children
+    if t == "dict":
+        return dict(zip(desc["k"], children))
+    if t == "namedtuple":
+        cls = _resolve_class(desc["cls"])
+        if list(cls._fields) != list(desc["fields"]):
+            raise CheckpointError(f"the checkpoint's {desc['cls']} has fields {desc['fields']}, but this "
+                                  f"version's has {list(cls._fields)}")
+        return cls(*children)
+    raise CheckpointError(f"unknown node type {t!r} in the checkpoint manifest")
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(path, learner, state, *, metadata: Optional[dict] = None,
+         allow_missing_config: bool = False) -> None:
+    """Write `state` (and `learner.config`) to `path` atomically.
+
+    Args:
+      path: file to write (any name; ``.ckpt`` or ``.npz`` are customary).
+        An existing file is replaced only once the new one is complete.
+      learner: the `StreamLearner` the state belongs to; its ``config`` is
+        recorded and checked by `load`.
+      state: the learner's state (any pytree of NamedTuples, tuples, lists,
+        dicts and arrays; batched states from `init_streams` too). Its
+        numeric params (``state.params``) are saved with it.
+      metadata: optional JSON-serialisable dict returned by `load` (e.g. the
+        number of points done, the stream's offset).
+      allow_missing_config: save a learner whose ``config`` is None (nothing
+        about its static configuration can then be verified on load).
+
+    Raises:
+      CheckpointError: the learner has no configuration, the configuration or
+        metadata is not JSON-serialisable, or the state holds unsupported
+        objects.
+    """
+    config = getattr(learner, "config", None)
+    if config is None and not allow_missing_config:
+        raise CheckpointError(
+            "learner.config is None, so a checkpoint could not verify the configuration it is loaded "
+            "into; build the learner with a jaxstream factory (which records its configuration), set "
+            "learner._replace(config={...}), or pass allow_missing_config=True")
+    config = _normalise_config(config, "save")
+    try:
+        meta = json.loads(json.dumps({} if metadata is None else metadata))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"metadata must be JSON-serialisable: {e}") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"metadata must be a dict; got {type(metadata).__name__}")
+
+    leaves: list = []
+    specs: list = []
+    tree = _encode_tree(state, leaves, specs)
+    manifest = {
+        "magic": _MAGIC,
+        "format_version": FORMAT_VERSION,
+        "jaxstream_version": _package_version(),
+        "config": config,
+        "tree": tree,
+        "treedef": str(jax.tree_util.tree_structure(state)),
+        "leaves": specs,
+        "metadata": meta,
+    }
+    arrays = {f"leaf_{i:05d}": a for i, a in enumerate(leaves)}
+    arrays[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), np.uint8)
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _open(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        data = np.load(path, allow_pickle=False)
+        names = set(data.files)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise CheckpointError(f"{path} is not a readable jaxstream checkpoint ({e})") from None
+    if _MANIFEST not in names:
+        raise CheckpointError(f"{path} is not a jaxstream checkpoint (no manifest)")
+    try:
+        manifest = json.loads(bytes(data[_MANIFEST]).decode("utf-8"))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path}: the checkpoint's manifest is corrupt ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("magic") != _MAGIC:
+        raise CheckpointError(f"{path} is not a jaxstream checkpoint")
+    return data, manifest
+
+
+def read_manifest(path) -> dict:
+    """The JSON manifest of a checkpoint (versions, config, shapes, metadata)
+    without loading its arrays or checking it against a learner."""
+    data, manifest = _open(path)
+    data.close()
+    return manifest
+
+
+def _minor(version: str):
+    return tuple(version.split(".")[:2])
+
+
+def load(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dict]:
+    """Read a checkpoint written by `save` for `learner`.
+
+    Args:
+      path: the checkpoint file.
+      learner: the `StreamLearner` to resume; its ``config`` must equal the
+        saved one.
+      allow_missing_config: accept a checkpoint (and learner) without a
+        configuration; see the module docstring.
+
+    Returns:
+      ``(state, metadata)``: the state with the exact dtypes, shapes and bits
+      it was saved with (JAX arrays on the default device; typed PRNG keys
+      restored as typed keys), and the metadata dict given to `save`.
+
+    Raises:
+      FileNotFoundError: no file at `path`.
+      CheckpointError: the file is corrupt or not a checkpoint, its format or
+        jaxstream version is incompatible, its configuration differs from
+        ``learner.config``, or it holds 64-bit arrays while
+        ``jax_enable_x64`` is off.
+    """
+    data, manifest = _open(path)
+    with data:
+        fmt = manifest.get("format_version")
+        if fmt != FORMAT_VERSION:
+            raise CheckpointError(f"{path}: checkpoint format version {fmt} cannot be read by this "
+                                  f"jaxstream (format version {FORMAT_VERSION})")
+        saved_version = str(manifest.get("jaxstream_version"))
+        if _minor(saved_version) != _minor(_package_version()):
+            raise CheckpointError(f"{path} was written by jaxstream {saved_version}; this is jaxstream "
+                                  f"{_package_version()} (state layouts may differ between minor versions)")
+        live = _normalise_config(getattr(learner, "config", None), "load")
+        saved = manifest.get("config")
+        if live is None or saved is None:
+            if not allow_missing_config:
+                which = "the learner" if live is None else "the checkpoint"
+                raise CheckpointError(f"{path}: {which} has no configuration to verify; pass "
+                                      "allow_missing_config=True to load it anyway")
+            if (live is None) != (saved is None):
+                raise CheckpointError(f"{path}: one of the checkpoint and the learner has a "
+                                      "configuration and the other has none")
+        elif live != saved:
+            diff = sorted(k for k in set(live) | set(saved) if live.get(k, "<absent>") != saved.get(k, "<absent>"))
+            details = ", ".join(f"{k}: saved {saved.get(k, '<absent>')!r} vs learner {live.get(k, '<absent>')!r}"
+                                for k in diff)
+            raise CheckpointError(f"{path} was saved under another learner configuration ({details})")
+
+        x64 = jax.config.jax_enable_x64
+        leaves = []
+        for i, spec in enumerate(manifest["leaves"]):
+            try:
+                arr = data[f"leaf_{i:05d}"]
+            except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+                raise CheckpointError(f"{path}: array {i} is missing or corrupt ({e})") from None
+            if spec["kind"] == "python":
+                leaves.append({"bool": bool, "int": int, "float": float}[spec["type"]](arr.item()))
+                continue
+            if arr.dtype.name != spec["dtype"]:
+                raise CheckpointError(f"{path}: array {i} has dtype {arr.dtype}, manifest says {spec['dtype']}")
+            if spec["kind"] == "key":
+                leaves.append(jax.random.wrap_key_data(jnp.asarray(arr), impl=spec["impl"]))
+                continue
+            if list(arr.shape) != spec["shape"]:
+                raise CheckpointError(f"{path}: array {i} has shape {arr.shape}, manifest says {spec['shape']}")
+            if arr.dtype.itemsize == 8 and arr.dtype.kind in "iuf" and not x64:
+                raise CheckpointError(
+                    f"{path} holds {arr.dtype} arrays (saved with jax_enable_x64); enable it "
+                    "(jax.config.update('jax_enable_x64', True) or `with jax.enable_x64(True):`) to load "
+                    "them without truncation")
+            if arr.dtype.kind == "c" and arr.dtype.itemsize == 16 and not x64:
+                raise CheckpointError(f"{path} holds complex128 arrays; enable jax_enable_x64 to load them")
+            out = jnp.asarray(arr, dtype=arr.dtype)
+            leaves.append(_as_weak(out) if spec.get("weak_type") else out)
+        state = _decode_tree(manifest["tree"], leaves)
+        treedef = str(jax.tree_util.tree_structure(state))
+        if treedef != manifest.get("treedef"):
+            raise CheckpointError(f"{path}: the restored state's structure {treedef} differs from the "
+                                  f"saved one {manifest.get('treedef')}")
+    return state, manifest.get("metadata", {})
+
+
+def _as_weak(x):
+    """Restore JAX's weak_type flag (an array derived from a Python scalar), so
+    that a resumed state has the same avals as the saved one and reuses the
+    same compiled code (no public API sets the flag)."""
+    from jax._src.lax import lax as _lax
+    return _lax._convert_element_type(x, x.dtype, weak_type=True)
