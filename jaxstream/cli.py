@@ -1,116 +1,637 @@
-"""Command line: ``jaxstream [slpc] [--csv FILE] [--out PNG]``.
+"""Command line: run a jaxstream learner on a stream and draw what it learned.
 
-With no argument it runs sequential principal curves on the embedded seismic
-stream (USGS epicentres in the slpc paper's box), prints the prequential
-cumulative loss and R², and writes a picture of the points and the curve.
+    jaxstream [curve]   sequential principal curve (slpc); the default command
+    jaxstream cluster   PAC-Bayesian online clustering (PACBO)
+    jaxstream embed     online landmarks + landmark MDS
+
+Each command runs on embedded data by default (curve: the shipped USGS
+seismic stream; cluster: the PACBO slides' four Gaussian groups; embed: an
+S-curve in stream order), or on your own data with ``--csv FILE`` (a CSV with
+a header row, or a ``.npy`` array of shape (n, d)) and ``--columns``. The
+rows are the stream, in file order. It prints its figures and writes a PNG.
+
+Bad input (a missing or empty file, unknown columns, text in a numeric
+column, rows with missing/NaN/inf values) is reported as one line on stderr
+with exit status 2.
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import os
 import sys
 import time
 
 import numpy as np
 
-
-def _slpc_args(sub):
-    p = sub.add_parser("slpc", help="sequential principal curve of a stream (default command)")
-    p.add_argument("--csv", help="CSV file with a header row; default: the embedded seismic stream")
-    p.add_argument("--columns", nargs="+", help="CSV columns to use (default: all numeric columns)")
-    p.add_argument("--out", default="slpc.png", help="PNG to write (default: slpc.png; '' for none)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--t0", type=int, default=20, help="initial points (first-PC segment)")
-    p.add_argument("--max-segments", type=int, default=50)
-    p.add_argument("--history-size", type=int, default=1024)
-    p.add_argument("--h-scale", type=float, default=None, help="penalty multiplier (default: calibrated)")
-    p.add_argument("--eta-scale", type=float, default=None, help="learning-rate multiplier (default: calibrated)")
-    p.add_argument("--delta", type=float, default=0.0, help="lattice spacing (0: from the data's scale)")
-    return p
+EXIT_BAD_INPUT = 2
+SEISMIC_NAME = "embedded seismic stream (USGS 2020-08-21..09-21, 130E-180E, 70S-30N)"
+FOUR_MEANS = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
 
 
-def run_slpc(args) -> dict:
-    """Run slpc as the command line does; returns the figures it prints."""
-    import jax
-    import jax.numpy as jnp
+class InputError(ValueError):
+    """Bad data or options given on the command line (reported in one line, exit 2)."""
 
-    from . import datasets, geometry
-    from ._core import run_stream
-    from .principal_curves import slpc
 
-    if args.csv:
-        xs = datasets.load_csv_points(args.csv, args.columns)
-        name = args.csv
+# ---------------------------------------------------------------------------
+# Reading the user's data
+# ---------------------------------------------------------------------------
+
+def _parse_float(text: str):
+    """float(text), NaN for an empty cell, None for text that is not a number."""
+    text = text.strip()
+    if text == "":
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
+    """Read the numeric columns of a CSV file with a header row.
+
+    Args:
+      path: CSV file; the rows are the stream in file order.
+      columns: names of the columns to use, or None for every column whose
+        first non-empty value is a number (then a later cell that is not a
+        number is an error, not a reason to drop the column).
+
+    Returns:
+      ``(points (n, d) float64, column names)``; empty cells and "nan"/"inf"
+      become NaN/inf (the caller decides what to do with such rows).
+
+    Raises:
+      InputError: empty file, no data rows, unknown columns, no numeric
+        column, text in a numeric column, or a row with too few cells.
+    """
+    with open(path, "r", encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or not any(h.strip() for h in header):
+            raise InputError(f"{path} is empty (expected a header row and data rows)")
+        header = [h.strip() for h in header]
+        rows, lines = [], []
+        for row in reader:
+            if not row or all(c.strip() == "" for c in row):
+                continue
+            rows.append(row)
+            lines.append(reader.line_num)
+    if not rows:
+        raise InputError(f"{path} has a header but no data rows")
+    if columns is None:
+        use = []
+        for j, name in enumerate(header):
+            first = next((r[j] for r in rows if j < len(r) and r[j].strip() != ""), None)
+            if first is not None and _parse_float(first) is not None:
+                use.append(j)
+        if not use:
+            raise InputError(f"{path} has no numeric column (columns: {', '.join(header)})")
     else:
-        xs = datasets.seismic_stream()
-        name = "embedded seismic stream (USGS 2020-08-21..09-21, 130E-180E, 70S-30N)"
-    if xs.shape[0] <= args.t0:
-        raise SystemExit(f"error: the stream has {xs.shape[0]} points; slpc needs more than t0={args.t0}")
-    kw = {k: v for k, v in dict(h_scale=args.h_scale, eta_scale=args.eta_scale).items() if v is not None}
-    learner = slpc(args.max_segments, max(args.history_size, args.t0), t0=args.t0, delta=args.delta, **kw)
-    key = jax.random.key(args.seed)
-    xs = xs.astype(np.float32)
-    state0 = learner.init(key, xs[: args.t0])
-    start = time.perf_counter()
-    state, losses = jax.block_until_ready(jax.jit(
-        lambda k, x, s: run_stream(learner, k, x, s))(key, xs[args.t0:], state0))
-    seconds = time.perf_counter() - start
-    losses = np.asarray(losses, np.float64)
-    stream = xs[args.t0:].astype(np.float64)
-    residual = float(geometry.polyline_sq_dist(jnp.asarray(xs), state.vertices, state.n_vertices).sum())
-    figures = dict(
-        data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
-        cumulative_loss=float(losses.sum()),
-        prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
-        r2=float(1 - residual / ((xs - xs.mean(0)) ** 2).sum()),
-        n_segments=int(state.n_vertices) - 1, seconds=seconds,
-        vertices=np.asarray(state.vertices[: int(state.n_vertices)]))
-    print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
-    print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - args.t0} rounds "
-          f"(t0={args.t0}) in {seconds:.2f} s (compile included)")
-    print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g}")
-    print(f"prequential R^2: {figures['prequential_r2']:.4f}")
-    print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
-    if args.out:
-        _plot(xs, figures["vertices"], args.out, name, args.csv is None)
-    return figures
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise InputError(f"{path} has no column {', '.join(map(repr, missing))}; "
+                             f"its columns are: {', '.join(header)}")
+        use = [header.index(c) for c in columns]
+    out = np.empty((len(rows), len(use)))
+    for i, (row, line) in enumerate(zip(rows, lines)):
+        if len(row) < len(header) and max(use) >= len(row):
+            raise InputError(f"{path} line {line} has {len(row)} cells; the header has {len(header)}")
+        for k, j in enumerate(use):
+            v = _parse_float(row[j])
+            if v is None:
+                raise InputError(f"{path} line {line}, column {header[j]!r}: {row[j].strip()!r} is not a number")
+            out[i, k] = v
+    return out, [header[j] for j in use]
 
 
-def _plot(xs, vertices, out, title, geographic):
+def read_npy_points(path: str, columns=None) -> tuple[np.ndarray, list]:
+    """Read a numeric ``.npy`` array of shape (n, d) (or (n,) as one column).
+
+    Args:
+      columns: column indices to keep (as strings or ints), or None for all.
+    """
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except ValueError as e:
+        raise InputError(f"{path} is not a plain numeric .npy array ({str(e).splitlines()[0]})") from None
+    except (OSError, EOFError) as e:
+        raise InputError(f"{path} could not be read as .npy ({e})") from None
+    if not isinstance(arr, np.ndarray):
+        raise InputError(f"{path} is an .npz archive; save one array with np.save")
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{path} holds {arr.dtype} values; expected numbers")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise InputError(f"{path} holds an array of shape {arr.shape}; expected (n, d)")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InputError(f"{path} is empty (shape {arr.shape})")
+    names = [str(j) for j in range(arr.shape[1])]
+    if columns is not None:
+        try:
+            idx = [int(c) for c in columns]
+        except ValueError:
+            raise InputError(f"--columns for a .npy file are column indices 0..{arr.shape[1] - 1}; "
+                             f"got {' '.join(columns)}") from None
+        bad = [j for j in idx if not -arr.shape[1] <= j < arr.shape[1]]
+        if bad:
+            raise InputError(f"{path} has {arr.shape[1]} columns; no column {bad[0]}")
+        arr, names = arr[:, idx], [names[j] for j in idx]
+    return arr.astype(np.float64), names
+
+
+def read_points(path: str, columns=None, *, drop_nonfinite: bool = False) -> tuple[np.ndarray, list]:
+    """Read a CSV or ``.npy`` file (told apart by its first bytes) as (n, d).
+
+    Rows with NaN/inf/missing values raise `InputError` unless
+    ``drop_nonfinite`` (then they are dropped and reported on stderr).
+    """
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a directory, not a data file")
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic == b"\x93NUMPY":
+        xs, names = read_npy_points(path, columns)
+    elif magic == b"":
+        raise InputError(f"{path} is empty")
+    else:
+        try:
+            xs, names = read_csv_points(path, columns)
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is neither a UTF-8 CSV file nor a .npy array") from None
+    bad = ~np.isfinite(xs).all(axis=1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        col = names[int(np.flatnonzero(~np.isfinite(xs[first]))[0])]
+        if not drop_nonfinite:
+            raise InputError(f"{path}: {int(bad.sum())} row(s) have missing, NaN or inf values (first: data "
+                             f"row {first + 1}, column {col!r}); fix them or pass --drop-nonfinite")
+        xs = xs[~bad]
+        print(f"dropped {int(bad.sum())} row(s) with missing, NaN or inf values", file=sys.stderr)
+        if xs.shape[0] == 0:
+            raise InputError(f"{path}: no row is left after dropping non-finite rows")
+    return xs, names
+
+
+def _load(args, default):
+    """(points, description, column names) from --csv or the default data."""
+    if args.csv:
+        xs, names = read_points(args.csv, args.columns, drop_nonfinite=args.drop_nonfinite)
+        return xs, args.csv, names
+    if args.columns:
+        raise InputError("--columns needs --csv FILE")
+    return default(args)
+
+
+def _need_rows(xs, n, what):
+    if xs.shape[0] < n:
+        raise InputError(f"the stream has {xs.shape[0]} point(s); {what} needs at least {n}")
+
+
+# ---------------------------------------------------------------------------
+# Pictures
+# ---------------------------------------------------------------------------
+
+def _pyplot():
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("picture skipped: matplotlib is missing (pip install 'jaxstream[plot]')", file=sys.stderr)
-        return
-    if xs.shape[1] < 2:
-        print("picture skipped: the data are 1-D", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(6, 6))
-    sc = ax.scatter(xs[:, 0], xs[:, 1], c=np.arange(len(xs)), cmap="viridis", s=12, label="stream")
-    ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=3, lw=1.5, label="slpc curve")
-    fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
-    if geographic:
-        ax.set_xlabel("longitude (°E)")
-        ax.set_ylabel("latitude (°N)")
-    ax.set_title(f"slpc on {title.split(' (')[0]}", fontsize=10)
-    ax.legend(loc="best", fontsize=8)
+        return None
+    return plt
+
+
+def _save(fig, plt, out):
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
     print(f"picture: {out}")
 
 
+def _xy(xs, names):
+    """Two coordinates to draw: the first two columns, or (index, value) in 1-D."""
+    if xs.shape[1] >= 2:
+        return xs[:, 0], xs[:, 1], names[0], names[1]
+    return np.arange(len(xs)), xs[:, 0], "arrival", names[0]
+
+
+# ---------------------------------------------------------------------------
+# curve: slpc
+# ---------------------------------------------------------------------------
+
+def _curve_default(args):
+    from . import datasets
+    return datasets.seismic_stream(), SEISMIC_NAME, ["longitude (°E)", "latitude (°N)"]
+
+
+def run_curve(args) -> dict:
+    """Run slpc as ``jaxstream curve`` does; returns the figures it prints."""
+    import jax
+    import jaxstream as js
+
+    xs, name, names = _load(args, _curve_default)
+    t0 = args.t0 if args.t0 is not None else 20
+    _need_rows(xs, t0 + 1, f"slpc with t0={t0}")
+    kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
+              h_scale=args.h_scale, eta_scale=args.eta_scale, delta=args.delta)
+    kw = {k: v for k, v in kw.items() if v is not None}
+    if "history_size" in kw:
+        kw["history_size"] = max(kw["history_size"], t0)
+    dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+    xs = xs.astype(dtype)
+    start = time.perf_counter()
+    model = js.SLPC(seed=args.seed, **kw)
+    losses = np.asarray(model.partial_fit(xs), np.float64)[t0:]
+    vertices = model.vertices
+    seconds = time.perf_counter() - start
+    stream = xs[t0:].astype(np.float64)
+    figures = dict(
+        data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
+        cumulative_loss=float(losses.sum()),
+        prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
+        r2=float(model.score(xs)), n_segments=int(model.n_segments), seconds=seconds,
+        vertices=np.asarray(vertices))
+    print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
+    print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
+          f"(t0={t0} initial points) in {seconds:.2f} s (compile included)")
+    print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
+          f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
+    print(f"prequential R^2: {figures['prequential_r2']:.4f}")
+    print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
+    if args.out and (plt := _pyplot()) is not None:
+        _plot_curve(plt, xs, figures, names, args.out, name, losses)
+    return figures
+
+
+def _plot_curve(plt, xs, figures, names, out, title, losses):
+    vertices = figures["vertices"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5), gridspec_kw=dict(width_ratios=[1.3, 1]))
+    u, v, xl, yl = _xy(xs, names)
+    sc = ax.scatter(u, v, c=np.arange(len(xs)), cmap="viridis", s=12, label="stream")
+    if xs.shape[1] >= 2:
+        ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=3, lw=1.8,
+                label=f"slpc curve ({figures['n_segments']} segments)")
+    fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
+    ax.set_xlabel(xl)
+    ax.set_ylabel(yl)
+    ax.set_title(f"slpc on {title.split(' (')[0]}", fontsize=10)
+    ax.legend(loc="best", fontsize=8)
+    t = np.arange(1, len(losses) + 1)
+    ax2.plot(t, np.cumsum(losses) / t, color="k", lw=1.2)
+    ax2.set_xlabel("round t (after the initial points)")
+    ax2.set_ylabel("mean prequential loss up to t")
+    ax2.set_title(f"prequential R² {figures['prequential_r2']:.3f}, final R² {figures['r2']:.3f}", fontsize=10)
+    ax2.grid(alpha=0.3)
+    _save(fig, plt, out)
+
+
+# ---------------------------------------------------------------------------
+# cluster: PACBO
+# ---------------------------------------------------------------------------
+
+def four_groups_stream(n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The PACBO slides' first stream: an equal mixture of N(m_j, I) in 2-D
+    with means (0,0), (-4,-1), (0,7), (5,2). Returns (points (n, 2), labels)."""
+    rng = np.random.default_rng(seed)
+    lab = rng.integers(0, 4, n)
+    return FOUR_MEANS[lab] + rng.standard_normal((n, 2)), lab
+
+
+def _cluster_default(args):
+    xs, _ = four_groups_stream(args.n, seed=0)
+    return xs, (f"generated four Gaussian groups (PACBO slides; {args.n} points, means (0,0) (-4,-1) "
+                "(0,7) (5,2), unit variance)"), ["x1", "x2"]
+
+
+def run_cluster(args) -> dict:
+    """Run PACBO as ``jaxstream cluster`` does; returns the figures it prints."""
+    import jax
+    import jaxstream as js
+
+    xs, name, names = _load(args, _cluster_default)
+    _need_rows(xs, 2, "PACBO")
+    xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
+              lambda_scale=args.lambda_scale)
+    kw = {k: v for k, v in kw.items() if v is not None}
+    start = time.perf_counter()
+    model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
+    model.learn_many(xs)
+    seconds = time.perf_counter() - start
+    info = model.last_info_
+    losses = np.asarray(info.loss, np.float64)
+    k_t = np.asarray(info.n_clusters)
+    centers = np.asarray(model.centers)
+    labels = np.asarray(model.predict(xs))
+    figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
+                   n_clusters=int(model.n_clusters), centers=centers, k_over_time=k_t,
+                   cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
+                   sizes=np.bincount(labels, minlength=centers.shape[0]), seconds=seconds)
+    print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
+    print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
+          "(compile included)")
+    marks = sorted({max(1, int(round(f * len(k_t)))) for f in (0.1, 0.25, 0.5, 0.75, 1.0)})
+    print("k̂ over time: " + ", ".join(f"t={t}: {int(k_t[t - 1])}" for t in marks))
+    print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
+          f"(mean {figures['mean_loss']:.4g} per point)")
+    with np.printoptions(precision=3, suppress=True):
+        for j, (c, m) in enumerate(zip(centers, figures["sizes"])):
+            if j == 10:
+                print(f"  ... {centers.shape[0] - 10} more")
+                break
+            print(f"  centre {j}: {c}  ({m} points)")
+    if args.out and (plt := _pyplot()) is not None:
+        _plot_cluster(plt, xs, labels, figures, names, args.out, name, losses,
+                      FOUR_MEANS if not args.csv else None)
+    return figures
+
+
+def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth):
+    fig = plt.figure(figsize=(11, 5))
+    ax = fig.add_subplot(1, 2, 1)
+    u, v, xl, yl = _xy(xs, names)
+    ax.scatter(u, v, c=labels, cmap="tab10" if labels.max() < 10 else "tab20", s=12, alpha=0.8)
+    c = figures["centers"]
+    if xs.shape[1] >= 2:
+        ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5,
+                   label=f"PACBO centres (k̂={figures['n_clusters']})")
+        if truth is not None:
+            ax.scatter(truth[:, 0], truth[:, 1], marker="o", s=160, facecolors="none", edgecolors="crimson",
+                       linewidths=1.5, label="true means")
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel(xl)
+    ax.set_ylabel(yl)
+    ax.set_title(f"PACBO on {title.split(' (')[0]}", fontsize=10)
+    t = np.arange(1, len(losses) + 1)
+    ax1 = fig.add_subplot(2, 2, 2)
+    ax1.step(t, figures["k_over_time"], where="post", color="C0")
+    ax1.set_ylabel("k̂_t")
+    ax1.set_title("number of clusters over time", fontsize=10)
+    ax1.grid(alpha=0.3)
+    ax2 = fig.add_subplot(2, 2, 4, sharex=ax1)
+    ax2.plot(t, np.cumsum(losses) / t, color="k", lw=1.2)
+    ax2.set_xlabel("round t")
+    ax2.set_ylabel("mean prequential loss")
+    ax2.grid(alpha=0.3)
+    _save(fig, plt, out)
+
+
+# ---------------------------------------------------------------------------
+# embed: online landmarks + landmark MDS
+# ---------------------------------------------------------------------------
+
+def _embed_default(args):
+    from . import datasets
+    xs, _ = datasets.make_s_curve(args.n, random_state=0, sort_by_t=True)
+    return xs, f"S-curve ({args.n} points in 3-D, streamed along the curve)", ["x", "y", "z"]
+
+
+def _stress_sample(n: int, cap: int, seed: int) -> np.ndarray:
+    if n <= cap:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, cap, replace=False))
+
+
+def run_embed(args) -> dict:
+    """Run online landmark MDS as ``jaxstream embed`` does; returns its figures."""
+    import jax
+    import jaxstream as js
+    from .embedding import landmark_stress, normalized_stress
+
+    xs, name, names = _load(args, _embed_default)
+    k = args.n_components if args.n_components is not None else min(2, xs.shape[1])
+    if k > xs.shape[1]:
+        raise InputError(f"--n-components={k} exceeds the data's dimension d={xs.shape[1]}")
+    _need_rows(xs, 2, "the landmark embedding")
+    xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    kw = dict(n_components=k, buffer_size=args.buffer_size, eps0=args.eps0)
+    kw = {k_: v for k_, v in kw.items() if v is not None}
+    start = time.perf_counter()
+    model = js.LandmarkMDS(args.max_landmarks, seed=args.seed, **kw)
+    info = model.learn_many(xs)
+    Y = np.asarray(model.transform(xs))
+    seconds = time.perf_counter() - start
+    lm_idx = np.asarray(model.landmark_indices_)
+    idx = _stress_sample(xs.shape[0], args.stress_sample, args.seed)
+    X64 = xs.astype(np.float64)
+    D = np.sqrt(np.maximum(((X64[idx, None, :] - X64[None, idx, :]) ** 2).sum(-1), 0.0))
+    stress = float(normalized_stress(D, Y[idx].astype(np.float64)))
+    D_L = np.sqrt(np.maximum(((X64[lm_idx, None, :] - X64[None, lm_idx, :]) ** 2).sum(-1), 0.0))
+    l_stress = float(landmark_stress(D_L, Y[lm_idx].astype(np.float64), np.arange(len(lm_idx))))
+    eps_t = np.asarray(info.eps, np.float64)
+    figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]), n_components=k,
+                   n_landmarks=int(len(lm_idx)), landmark_indices=lm_idx, eps=float(eps_t[-1]),
+                   stress=stress, landmark_stress=l_stress, n_stress_points=int(len(idx)),
+                   n_replaced=int(np.asarray(info.replaced).sum()), seconds=seconds, embedding=Y)
+    print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
+    print(f"landmarks: {figures['n_landmarks']} kept after {xs.shape[0]} arrivals "
+          f"({figures['n_replaced']} replacements), final eps {figures['eps']:.4g}; "
+          f"{seconds:.2f} s (compile included)")
+    print(f"normalised stress of the {k}-D embedding: {stress:.4f} "
+          f"({'all' if len(idx) == xs.shape[0] else 'a sample of'} {len(idx)} points, all pairs)")
+    print(f"normalised stress over landmark pairs: {l_stress:.4f}")
+    if args.out and (plt := _pyplot()) is not None:
+        _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, args.out, name)
+    return figures
+
+
+def _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, out, title):
+    fig = plt.figure(figsize=(12, 5))
+    order = np.arange(len(xs))
+    if xs.shape[1] >= 3:
+        ax0 = fig.add_subplot(1, 3, 1, projection="3d")
+        ax0.scatter(xs[:, 0], xs[:, 1], xs[:, 2], c=order, cmap="viridis", s=5)
+        ax0.scatter(xs[lm_idx, 0], xs[lm_idx, 1], xs[lm_idx, 2], s=30, facecolors="none",
+                    edgecolors="crimson", linewidths=1.0)
+        ax0.set_xlabel(names[0])
+        ax0.set_ylabel(names[1])
+        ax0.set_zlabel(names[2])
+    else:
+        ax0 = fig.add_subplot(1, 3, 1)
+        u, v, xl, yl = _xy(xs, names)
+        ax0.scatter(u, v, c=order, cmap="viridis", s=5)
+        ax0.scatter(u[lm_idx], v[lm_idx], s=30, facecolors="none", edgecolors="crimson", linewidths=1.0)
+        ax0.set_xlabel(xl)
+        ax0.set_ylabel(yl)
+    ax0.set_title("data (landmarks circled)", fontsize=10)
+    ax = fig.add_subplot(1, 3, 2)
+    if Y.shape[1] >= 2:
+        u, v, xl, yl = Y[:, 0], Y[:, 1], "MDS 1", "MDS 2"
+    else:
+        u, v, xl, yl = order, Y[:, 0], "arrival", "MDS 1"
+    sc = ax.scatter(u, v, c=order, cmap="viridis", s=6)
+    ax.scatter(u[lm_idx], v[lm_idx], s=40, facecolors="none", edgecolors="crimson", linewidths=1.2,
+               label=f"{len(lm_idx)} landmarks")
+    fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
+    ax.set_xlabel(xl)
+    ax.set_ylabel(yl)
+    ax.set_title(f"landmark MDS of {title.split(' (')[0]}\nstress {figures['stress']:.3f}", fontsize=10)
+    ax.legend(loc="best", fontsize=8)
+    ax2 = fig.add_subplot(1, 3, 3)
+    ax2.plot(np.arange(1, len(eps_t) + 1), eps_t, color="k", lw=1.2)
+    ax2.set_xlabel("arrival")
+    ax2.set_ylabel("covering threshold ε")
+    ax2.set_title("ε over time", fontsize=10)
+    ax2.grid(alpha=0.3)
+    _save(fig, plt, out)
+
+
+# ---------------------------------------------------------------------------
+# Argument parsing
+# ---------------------------------------------------------------------------
+
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {v}")
+    return v
+
+
+def _positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
+    return v
+
+
+def _nonneg_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text}")
+    return v
+
+
+def _common(p, out):
+    g = p.add_argument_group("data and output")
+    g.add_argument("--csv", metavar="FILE",
+                   help="your stream: a CSV file with a header row, or a .npy array of shape (n, d) "
+                        "(recognised by its content); rows are learned in file order")
+    g.add_argument("--columns", nargs="+", metavar="COL",
+                   help="CSV column names (or .npy column indices) to use; default: every numeric column")
+    g.add_argument("--drop-nonfinite", action="store_true",
+                   help="drop rows with missing, NaN or inf values instead of stopping with an error")
+    g.add_argument("--out", default=out, metavar="PNG", help=f"picture to write (default: {out}; '' for none)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the learner's PRNG key (default: 0)")
+    g.add_argument("--float64", action="store_true", help="compute in float64 (jax_enable_x64)")
+
+
+HELP_EPILOG = "Bad data files give one error line on stderr and exit status 2."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxstream", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Online summaries of data streams in JAX: run a learner on a stream, print its "
+                    "figures and write a picture.\nWith no command, runs `curve` on the shipped seismic "
+                    "stream.", epilog="`jaxstream COMMAND --help` explains a command's options.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "curve", aliases=["slpc"], epilog=HELP_EPILOG,
+        help="sequential principal curve (slpc) through the stream (default command)",
+        description="Sequential principal curve (slpc, Li & Guedj 2021): a polygonal line through the "
+                    "middle of the stream, learned one point at a time. Default data: the shipped USGS "
+                    "epicentres (longitude, latitude) in 130E-180E, 70S-30N, in time order. Prints the "
+                    "prequential loss and R^2; draws the points, the curve and the running loss.")
+    p.add_argument("--max-segments", type=_positive_int, metavar="P",
+                   help="largest number of segments of the curve (capacity; default: the learner's, 50)")
+    p.add_argument("--history-size", type=_positive_int, metavar="H",
+                   help="past points kept to evaluate candidate curves (capacity; default: the learner's)")
+    p.add_argument("--t0", type=_positive_int, metavar="N",
+                   help="initial points that build the first segment (default: 20)")
+    p.add_argument("--h-scale", type=_positive_float, metavar="A",
+                   help="multiplier of the penalty on the curve's complexity (larger: fewer segments; "
+                        "default: calibrated)")
+    p.add_argument("--eta-scale", type=_positive_float, metavar="A",
+                   help="multiplier of the learning rate of the perturbed leader (default: calibrated)")
+    p.add_argument("--delta", type=_nonneg_float, metavar="D",
+                   help="lattice spacing of the vertices, in data units (default: from the data's scale)")
+    _common(p, "curve.png")
+
+    p = sub.add_parser(
+        "cluster", aliases=["pacbo"], epilog=HELP_EPILOG,
+        help="online clustering with a varying number of clusters (PACBO)",
+        description="PAC-Bayesian online clustering (PACBO, Li, Guedj & Loustau 2018): cluster centres "
+                    "whose number k̂ changes over time, drawn by reversible-jump MCMC from a Gibbs "
+                    "quasi-posterior each round. Default data: the slides' four Gaussian groups in 2-D. "
+                    "Prints k̂ over time, the prequential loss and the centres; draws the clusters, "
+                    "k̂_t and the running loss.")
+    p.add_argument("--n", type=_positive_int, default=200, help="points of the generated default stream "
+                   "(default: 200; ignored with --csv)")
+    p.add_argument("--max-clusters", type=_positive_int, metavar="P",
+                   help="largest number of clusters (capacity; default: the learner's, 50)")
+    p.add_argument("--history-size", type=_positive_int, metavar="H",
+                   help="past points kept for the quasi-posterior (capacity; default: the learner's)")
+    p.add_argument("--n-steps", type=_positive_int, metavar="N",
+                   help="MCMC steps per round (default: the learner's, 500)")
+    p.add_argument("--lambda-scale", type=_positive_float, metavar="A",
+                   help="multiplier of the inverse temperature λ (larger: more clusters; default: the "
+                        "learner's)")
+    p.add_argument("--radius", type=_positive_float, metavar="R",
+                   help="bound on the norm of the points (default: the largest norm in the data)")
+    _common(p, "cluster.png")
+
+    p = sub.add_parser(
+        "embed", aliases=["landmarks"], epilog=HELP_EPILOG,
+        help="online landmarks and a landmark-MDS embedding of the stream",
+        description="Online landmark replacement and landmark MDS (Thongprayoon & Masuda 2024): a "
+                    "bounded set of landmarks that covers the stream, and a low-dimensional embedding "
+                    "of every point from its distances to them. Default data: an S-curve in 3-D, "
+                    "streamed along the curve. Prints the number of landmarks, ε and the normalised "
+                    "stress; draws the data with the landmarks and the embedding coloured by arrival.")
+    p.add_argument("--n", type=_positive_int, default=1000, help="points of the generated default stream "
+                   "(default: 1000; ignored with --csv)")
+    p.add_argument("--max-landmarks", type=_positive_int, default=100, metavar="L",
+                   help="most landmarks kept (capacity; default: 100)")
+    p.add_argument("--n-components", type=_positive_int, metavar="K",
+                   help="dimension of the embedding (default: 2, or d for 1-D data)")
+    p.add_argument("--buffer-size", type=_positive_int, metavar="N",
+                   help="recent points forming the neighbourhood graph (capacity; default: the learner's, "
+                        "10 x max-landmarks)")
+    p.add_argument("--eps0", type=_nonneg_float, metavar="E", help="initial covering threshold ε (default: 0)")
+    p.add_argument("--stress-sample", type=_positive_int, default=2000, metavar="M",
+                   help="points used to compute the stress (all pairs; default: 2000)")
+    _common(p, "embed.png")
+    return parser
+
+
+COMMANDS = {"curve": run_curve, "slpc": run_curve, "cluster": run_cluster, "pacbo": run_cluster,
+            "embed": run_embed, "landmarks": run_embed}
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="jaxstream", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command")
-    _slpc_args(sub)
+    """Entry point of the ``jaxstream`` command; returns the exit status."""
+    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-        argv = ["slpc"] + argv
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["curve"] + argv
     args = parser.parse_args(argv)
-    if args.command == "slpc":
-        run_slpc(args)
+    if args.float64:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    try:
+        COMMANDS[args.command](args)
+    except (InputError, ValueError, OSError) as e:
+        if os.environ.get("JAXSTREAM_DEBUG"):
+            raise
+        msg = " ".join(str(e).split()) or type(e).__name__
+        print(f"jaxstream {args.command}: error: {msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -1,0 +1,222 @@
+"""The command line end to end (subprocesses) and its data reader.
+
+The three commands run at once in subprocesses on small data (one compile
+each); the bad-file cases run at once too (they stop before anything is
+compiled). Subprocesses share a persistent XLA cache so later runs are faster.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+from jaxstream import cli, datasets
+
+ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="",
+           JAX_COMPILATION_CACHE_DIR=os.environ.get(
+               "JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache")),
+           JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _cmd(*args):
+    return [sys.executable, "-m", "jaxstream", *map(str, args)]
+
+
+def _run_all(cmds, cwd):
+    """Run commands concurrently; returns [(returncode, stdout, stderr)]."""
+    procs = [subprocess.Popen(c, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in cmds]
+    out = []
+    for p in procs:
+        so, se = p.communicate(timeout=600)
+        out.append((p.returncode, so, se))
+    return out
+
+
+def _figure(pattern, text):
+    m = re.search(pattern, text)
+    assert m, f"{pattern!r} not in output:\n{text}"
+    return float(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    xs = datasets.make_cubic_stream(60, seed=1)
+    with open(d / "cubic.csv", "w") as f:
+        f.write("id,label,x,y\n")
+        for i, (a, b) in enumerate(xs):
+            f.write(f"{i},pt{i},{float(a)!r},{float(b)!r}\n")
+    groups, _ = cli.four_groups_stream(80, seed=2)
+    np.save(d / "groups.npy", groups)
+    return d
+
+
+@pytest.fixture(scope="module")
+def good_runs(data_dir):
+    """curve on a CSV, cluster on a .npy, embed on its default S-curve, run at once."""
+    d = data_dir
+    cmds = [
+        _cmd("curve", "--csv", d / "cubic.csv", "--columns", "x", "y", "--t0", 10, "--max-segments", 6,
+             "--history-size", 64, "--out", d / "curve.png", "--seed", 3),
+        _cmd("cluster", "--csv", d / "groups.npy", "--n-steps", 30, "--max-clusters", 8,
+             "--history-size", 64, "--out", d / "cluster.png"),
+        _cmd("embed", "--n", 300, "--max-landmarks", 20, "--out", d / "embed.png"),
+    ]
+    return dict(zip(["curve", "cluster", "embed"], _run_all(cmds, d)))
+
+
+def _assert_ok(result, png):
+    code, out, err = result
+    assert code == 0, err
+    assert "Traceback" not in err
+    with open(png, "rb") as f:
+        head = f.read(8)
+    assert head == PNG_MAGIC and os.path.getsize(png) > 20_000  # a drawn figure, not an empty canvas
+    return out
+
+
+def test_curve_on_csv(good_runs, data_dir):
+    out = _assert_ok(good_runs["curve"], data_dir / "curve.png")
+    assert "60 points in 2-D" in out
+    n_seg = _figure(r"slpc: (\d+) segments after 50 rounds", out)
+    assert 1 <= n_seg <= 6
+    # the cubic stream is a curve: a sensible principal curve explains most of its variance
+    assert _figure(r"R\^2 of the final curve on all points: (\S+)", out) > 0.7
+    assert np.isfinite(_figure(r"cumulative prequential loss: (\S+)", out))
+
+
+def test_cluster_on_npy(good_runs, data_dir):
+    out = _assert_ok(good_runs["cluster"], data_dir / "cluster.png")
+    assert "80 points in 2-D" in out
+    k = _figure(r"PACBO: (\d+) clusters after 80 rounds", out)
+    assert 1 <= k <= 8
+    assert re.search(r"k̂ over time: t=8: \d+, .* t=80: %d" % k, out)
+    assert len(re.findall(r"centre \d+: \[", out)) == k
+
+
+def test_embed_default(good_runs, data_dir):
+    out = _assert_ok(good_runs["embed"], data_dir / "embed.png")
+    assert "S-curve (300 points in 3-D" in out
+    assert _figure(r"landmarks: (\d+) kept after 300 arrivals", out) == 20
+    stress = _figure(r"normalised stress of the 2-D embedding: (\S+)", out)
+    assert 0 < stress < 0.5  # a 2-D MDS of the S-curve keeps its large-scale shape
+
+
+BAD_FILES = {
+    "missing.csv": (None, "no such file"),
+    "empty.csv": (b"", "is empty"),
+    "header_only.csv": (b"x,y\n", "no data rows"),
+    "text.csv": (b"x,y\n1,2\n3,abc\n5,6\n", "line 3, column 'y': 'abc' is not a number"),
+    "nan.csv": (b"x,y\n1,2\n3,\n5,nan\n", "2 row(s) have missing, NaN or inf values (first: data row 2, column 'y')"),
+    "inf.csv": (b"x,y\n1,2\n3,inf\n", "1 row(s) have missing, NaN or inf values"),
+    "binary.csv": (bytes(range(128, 256)) * 4, "neither a UTF-8 CSV file nor a .npy array"),
+    "short.csv": (b"x,y\n" + b"".join(b"%d,%d\n" % (i, i * i) for i in range(5)), "needs at least 21"),
+}
+
+
+def _npy_bytes(arr, **kw):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, arr, **kw)
+    return buf.getvalue()
+
+
+BAD_FILES["objects.npy"] = (_npy_bytes(np.array([{"a": 1}], dtype=object), allow_pickle=True),
+                            "not a plain numeric .npy array")
+BAD_FILES["strings.npy"] = (_npy_bytes(np.array([["a", "b"]])), "holds <U1 values; expected numbers")
+BAD_FILES["cube.npy"] = (_npy_bytes(np.zeros((2, 2, 2))), "shape (2, 2, 2); expected (n, d)")
+BAD_FILES["nan.npy"] = (_npy_bytes(np.array([[1.0, 2.0], [np.nan, 1.0]])), "1 row(s) have missing, NaN")
+
+
+def _bad_cases(tmp_path):
+    """(command line, expected message) for every bad-input case."""
+    cases = []
+    for name, (content, message) in BAD_FILES.items():
+        if content is not None:
+            (tmp_path / name).write_bytes(content)
+        command = "cluster" if name.endswith(".npy") else "curve"
+        cases.append(([command, "--csv", str(tmp_path / name), "--out", ""], message))
+    (tmp_path / "ok.csv").write_text("a,b\n1,2\n3,4\n")
+    cases.append((["embed", "--csv", str(tmp_path / "ok.csv"), "--columns", "a", "zz", "--out", ""],
+                  "has no column 'zz'; its columns are: a, b"))
+    cases.append((["embed", "--columns", "a", "--out", ""], "--columns needs --csv FILE"))
+    cases.append((["curve", "--csv", str(tmp_path), "--out", ""], "is a directory"))
+    return cases
+
+
+def _assert_one_line_error(code, out, err, message, cmd):
+    assert code == 2, (cmd, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jaxstream "), (cmd, err)
+    assert "error: " in lines[0] and message in lines[0], (cmd, err)
+    assert out == ""
+
+
+def test_bad_files_one_line_exit_2(tmp_path, capsys):
+    """Every case through `main` in this process (nothing is compiled)."""
+    for argv, message in _bad_cases(tmp_path):
+        code = cli.main(argv)
+        captured = capsys.readouterr()
+        _assert_one_line_error(code, captured.out, captured.err, message, argv)
+
+
+def test_command_end_to_end_errors_and_help(tmp_path):
+    """The real command in subprocesses: help, a usage error and three bad files."""
+    cases = {c[0][2].rsplit("/", 1)[-1] if len(c[0]) > 2 else "": c for c in _bad_cases(tmp_path)}
+    picked = [cases[k] for k in ("missing.csv", "text.csv", "nan.csv")]
+    cmds = [_cmd("--help"), _cmd("cluster", "--help"), _cmd("cluster", "--n-steps", "0")]
+    cmds += [_cmd(*argv) for argv, _ in picked]
+    res = _run_all(cmds, tmp_path)
+    (c0, top, _), (c1, sub, _), (c2, _, usage_err) = res[:3]
+    assert c0 == 0 and c1 == 0
+    for word in ("curve", "cluster", "embed"):
+        assert word in top
+    for opt in ("--csv", "--columns", "--max-clusters", "--n-steps", "--lambda-scale", "--seed", "--out"):
+        assert opt in sub
+    assert "exit status 2" in sub
+    assert c2 == 2 and "must be >= 1" in usage_err and "Traceback" not in usage_err
+    for (code, out, err), (argv, message) in zip(res[3:], picked):
+        _assert_one_line_error(code, out, err, message, argv)
+
+
+# In-process checks of the reader and the dispatch (no subprocess, no compile).
+
+def test_reader_picks_numeric_columns_and_keeps_order(tmp_path):
+    p = tmp_path / "mixed.csv"
+    p.write_text("time,place,lon,lat,depth\n2020-01-01,A,1.5,2,\n2020-01-02,B,3,4.25,7\n")
+    xs, names = cli.read_points(str(p), drop_nonfinite=True)
+    assert names == ["lon", "lat", "depth"]
+    np.testing.assert_array_equal(xs, [[3.0, 4.25, 7.0]])  # the row with an empty depth is dropped
+    xs, names = cli.read_points(str(p), ["lat", "lon"])
+    np.testing.assert_array_equal(xs, [[2.0, 1.5], [4.25, 3.0]])
+    np.save(tmp_path / "a.npy", np.arange(12.0).reshape(4, 3))
+    xs, names = cli.read_points(str(tmp_path / "a.npy"), ["2", "0"])
+    np.testing.assert_array_equal(xs, np.arange(12.0).reshape(4, 3)[:, [2, 0]])
+    with pytest.raises(cli.InputError, match="no column 3"):
+        cli.read_points(str(tmp_path / "a.npy"), ["3"])
+    with pytest.raises(cli.InputError, match="column indices"):
+        cli.read_points(str(tmp_path / "a.npy"), ["x"])
+
+
+def test_drop_nonfinite_reports_and_refuses_all_bad(tmp_path, capsys):
+    p = tmp_path / "bad.csv"
+    p.write_text("x\nnan\ninf\n")
+    with pytest.raises(cli.InputError, match="no row is left"):
+        cli.read_points(str(p), drop_nonfinite=True)
+    assert "dropped 2 row(s)" in capsys.readouterr().err
+
+
+def test_bare_command_and_aliases_dispatch(monkeypatch):
+    seen = []
+    for name in ("curve", "slpc", "cluster", "embed"):
+        monkeypatch.setitem(cli.COMMANDS, name, lambda args: seen.append(args.command))
+    assert cli.main([]) == 0 and cli.main(["--out", "x.png"]) == 0
+    assert cli.main(["slpc"]) == 0 and cli.main(["cluster"]) == 0 and cli.main(["embed"]) == 0
+    assert seen == ["curve", "curve", "slpc", "cluster", "embed"]
