@@ -29,16 +29,33 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
         inputs).
 
     Returns:
-      `x` as a floating JAX array of shape (n, d).
+      `x` as a floating JAX array of shape (n, d): float32/float64 inputs keep
+      their dtype (float64 becomes float32 unless ``jax_enable_x64``);
+      integers, booleans and float16 become JAX's default float.
 
     Raises:
-      ValueError: on a wrong rank, dimension, too few rows or non-finite
-        values.
+      ValueError: on a ragged, complex or non-numeric input, a wrong rank,
+        dimension, too few rows or non-finite values.
     """
     if is_concrete(x):
-        x = np.asarray(x)
-        if not np.issubdtype(x.dtype, np.floating):
-            x = x.astype(jnp.zeros(()).dtype if x.dtype.kind in "iub" else np.float64)
+        try:
+            x = np.asarray(x)
+        except ValueError:
+            raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); "
+                             "got rows of different lengths") from None
+        if x.dtype.kind == "c":
+            raise ValueError(f"{name} is complex ({x.dtype}); pass real coordinates, e.g. "
+                             "np.stack([z.real, z.imag], -1)")
+        if x.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be numeric; got an array of dtype {x.dtype}")
+        if x.dtype.kind != "f" or x.dtype.itemsize < 4:
+            # integers, booleans and half precision learn in JAX's default float
+            x = x.astype(jnp.zeros(()).dtype)
+    if is_concrete(x) and x.dtype == np.float64 and not jax.config.jax_enable_x64:
+        big = np.abs(x) > np.finfo(np.float32).max
+        if (big & np.isfinite(x)).any():
+            raise ValueError(f"{name} has finite values beyond the float32 range (|x| > 3.4e38), which "
+                             "would become inf; rescale the data or enable jax_enable_x64")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {tuple(x.shape)}")
     if x.shape[1] < 1:
