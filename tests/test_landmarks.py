@@ -1,6 +1,7 @@
 """Online landmark replacement and landmark MDS versus slow NumPy references."""
 import math
 
+import chex
 import numpy as np
 import pytest
 import jax
@@ -55,8 +56,9 @@ class RefOnline:
     the paper; the buffer evicts its oldest non-landmark item when full.
     """
 
-    def __init__(self, D, n_L, buffer_size, eps0=0.0):
+    def __init__(self, D, n_L, buffer_size, eps0=0.0, min_support=0):
         self.D, self.n_L, self.N, self.eps = D, n_L, buffer_size, eps0
+        self.min_support = min_support
         self.buf, self.L = [], []
 
     def closed(self, v):
@@ -97,6 +99,10 @@ class RefOnline:
             redundant = [u for u in self.L if not self.private(u)]
             if redundant:
                 rm = min(redundant)  # the earliest arrival
+                support = {u: sum(1 for w in self.buf if w != u and D[u, w] <= e) for u in self.L}
+                weak = [u for u in self.L if support[u] < self.min_support]
+                if weak:  # min_support: the least supported landmark goes, ties the earliest
+                    rm = min(weak, key=lambda u: (support[u], u))
                 self.L.remove(rm)
                 return dict(case=3, added=new, removed=rm, evicted=evicted)
         raise AssertionError("no landmark became redundant")
@@ -405,23 +411,32 @@ def test_buffer_full_evicts_oldest_non_landmark():
 def test_same_key_same_result_and_one_trace():
     X = clustered_stream(9, 80)
     lrn = LM.landmark_mds(6, n_components=2, buffer_size=30, align=True)
-    count = {"n": 0}
-
-    def counting_update(key, state, x):
-        count["n"] += 1
-        return lrn.update(key, state, x)
-
-    counted = lrn._replace(update=counting_update)
     s0 = lrn.init(jax.random.key(0), X[:1])
-    run = jax.jit(lambda k, xs, s: jaxstream.run_stream(counted, k, xs, s, trace="info"))
+    run = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))
     a = run(jax.random.key(3), X[1:], s0)
     b = run(jax.random.key(3), X[1:], s0)
     c = run(jax.random.key(4), X[1:] * 1.0, s0)
-    assert count["n"] == 1  # one trace, although the landmark set grows and changes
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     # the algorithm is deterministic: the key does not change the result
     np.testing.assert_array_equal(np.asarray(a[0].is_landmark), np.asarray(c[0].is_landmark))
+
+
+def test_update_traces_once_while_the_landmark_set_changes():
+    """`update` itself, jitted and stepped through all three cases, is traced once."""
+    X = stream41(20)
+    lrn = lrn5()
+    chex.clear_trace_counter()
+    step = jax.jit(chex.assert_max_traces(lrn.update, n=1))
+    s = lrn.init(jax.random.key(0), X[:1])
+    cases = set()
+    for t in range(1, 41):
+        s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+        cases.add(int(info.case))
+    assert cases == {1, 2, 3}
+    # power check: a second trace (a new dtype) is caught
+    with pytest.raises(AssertionError):
+        step(jax.random.key(0), s, jnp.asarray(X[1], jnp.int32))
 
 
 def test_vmap_equals_loop():
@@ -467,23 +482,6 @@ def test_float64():
             s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
         assert info.loss.dtype == jnp.float64 and info.eps.dtype == jnp.float64
         assert s.embedding.coords.dtype == jnp.float64 and int(s.embedding.n_positive) >= 2
-
-
-def test_jit_vs_no_jit():
-    """`update` called without jit (op by op outside its lax.cond/while_loop) equals the jitted one."""
-    X = stream41(19)
-    lrn = lrn5()
-    s = lrn.init(jax.random.key(0), X[:8])
-    x = jnp.asarray([30.0, 0.0], jnp.float32)  # far away: a replacement (case 3)
-    a, ia = lrn.update(jax.random.key(0), s, x)
-    b, ib = jax.jit(lrn.update)(jax.random.key(0), s, x)
-    assert int(ia.case) == int(ib.case) == 3
-    for u, v in zip(jax.tree_util.tree_leaves((a, ia)), jax.tree_util.tree_leaves((b, ib))):
-        u, v = np.asarray(u), np.asarray(v)
-        if np.issubdtype(u.dtype, np.floating):  # fusion may round distances differently (1 ulp)
-            np.testing.assert_allclose(u, v, rtol=1e-6)
-        else:
-            np.testing.assert_array_equal(u, v)
 
 
 def test_loss_is_squared_distance_to_nearest_landmark():
@@ -669,3 +667,204 @@ def test_bad_input():
     b, _ = run(jax.random.key(0), X, s, np.arange(40) != 7)
     assert state_landmarks(a) != [] and int(a.n_seen) == int(b.n_seen)
     np.testing.assert_array_equal(np.asarray(a.is_landmark), np.asarray(b.is_landmark))
+
+
+# ---------------------------------------------------------------------------
+# Mutants, ties, non-Euclidean metrics, degree sums, options
+# ---------------------------------------------------------------------------
+
+def _replay_precomputed(D, n_L, N, eps0=0.0, min_support=0):
+    """Step the learner over items 0..n-1 with precomputed D next to the reference; return the infos."""
+    with enable_x64():
+        lrn = LM.landmark_mds(n_L, n_components=1, buffer_size=N, metric="precomputed", distances=D, eps0=eps0,
+                              min_support=min_support)
+        items = LM.index_stream(len(D))
+        ref = RefOnline(D, n_L, N, eps0, min_support)
+        state = lrn.init(jax.random.key(0), items[:1])
+        ref.arrive(0)
+        state, info = runner(lrn, "info")(jax.random.key(1), items[1:], state)
+        refs = [ref.arrive(t) for t in range(1, len(D))]
+        for t, r in enumerate(refs):
+            assert int(info.case[t]) == r["case"], t
+            assert int(info.added[t]) == r["added"], t
+            assert int(info.removed[t]) == r["removed"], t
+        assert state_landmarks(state) == sorted(ref.L) and float(state.eps) == ref.eps
+    return state, info, refs
+
+
+def test_degree_rule_picks_the_lowest_degree_neighbour_not_the_earliest():
+    """A star whose leaves differ in degree: the earliest leaf has degree 3, later ones 2.
+
+    Choosing the earliest neighbour regardless of degree (a mutant that the
+    uniform-degree star cannot tell apart) adds leaf 2; the rule adds leaf 4.
+    """
+    m = 9
+    n = 2 + m + 1
+    rng = np.random.default_rng(0)
+    D = rng.uniform(5.0, 10.0, (n, n))
+    hub = n - 1
+    for leaf in range(2, 2 + m):
+        D[0, leaf] = rng.uniform(0.2, 0.9)
+        D[leaf, hub] = rng.uniform(0.2, 0.9)
+    D[2, 3] = 0.5  # leaves 2 and 3 are adjacent: degree 3 each
+    D = np.triu(D, 1)
+    D = D + D.T
+    _, info, refs = _replay_precomputed(D, 2, 50, eps0=1.0)
+    # |E| = 19, deg(hub) = 9 > 2 sqrt(19): a neighbour of degree <= sqrt(19) is added, the earliest of degree 2
+    assert refs[-1]["case"] == 3 and int(info.added[-1]) == 4 and bool(info.full_degrees[-1])
+
+
+def test_ties_and_duplicates_use_closed_neighbourhoods():
+    """Integer distances (many ties at ε) and duplicates: coverage and edges are d <= ε, not d < ε."""
+    rng = np.random.default_rng(5)
+    P = rng.integers(0, 4, (45, 2)).astype(float)  # a 4 x 4 grid: duplicates and tied distances
+    D = np.abs(P[:, None] - P[None]).sum(-1)  # Manhattan: integers
+    _, info, refs = _replay_precomputed(D, 4, 60)
+    cases = [r["case"] for r in refs]
+    assert {1, 2, 3} <= set(cases)
+    # power: a duplicate of a landmark arriving at ε = 0 is covered only under closed coverage
+    _, info0, _ = _replay_precomputed(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), 2, 10)
+    assert [int(c) for c in info0.case] == [2, 1]
+    # and a point at exactly ε from a landmark is covered
+    eps_hits = sum(1 for t, r in enumerate(refs) if r["case"] == 1 and float(info.loss[t]) == float(info.eps[t - 1]) ** 2
+                   and t > 0)
+    assert eps_hits > 0
+
+
+def test_min_support_drops_isolated_landmarks_vs_reference():
+    X = clustered_stream(21, 60)
+    out = [25, 40, 52]
+    X[out] += 12.0 * np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # isolated outliers
+    D = euclid(X)
+    s2, _, _ = _replay_precomputed(D, 4, 60, min_support=2)
+    s0, _, _ = _replay_precomputed(D, 4, 60, min_support=0)
+    # the paper's rule keeps outliers as landmarks (nothing else can cover them); m = 2 drops them
+    assert set(state_landmarks(s0)) & set(out)
+    assert not set(state_landmarks(s2)) & set(out)
+
+
+def test_degree_rule_sums_do_not_overflow():
+    f = jax.jit(ON._x_passes_degree_rule)
+    cases = [(39999, 39999 * 40000 // 2), (39999, 39999 * 40000), (46000, 1_000_000_000), (3, 4), (3, 5), (0, 0),
+             (40000, 800_000_000), (40000, 799_999_999)]
+    for dx, ssum in cases:
+        assert bool(f(jnp.int32(dx), jnp.asarray(ssum, jnp.uint32))) == (dx * dx <= 2 * ssum), (dx, ssum)
+    # int32 arithmetic gets the first case wrong (2 * sum overflows): the test has power
+    i32 = jax.jit(lambda d, s: d * d <= 2 * s)(jnp.int32(39999), jnp.int32(39999 * 40000))
+    assert not bool(i32)
+
+
+def test_non_euclidean_metric_with_negative_eigenvalues():
+    """Shortest-path distances on a cycle are not Euclidean: B has negative eigenvalues; LMDS keeps the
+    positive ones and equals a NumPy reference."""
+    n = 12
+    i = np.arange(n)
+    D = np.minimum(np.abs(i[:, None] - i[None]), n - np.abs(i[:, None] - i[None])).astype(float)
+    D[0, 6] = D[6, 0] = 5.0  # break the symmetry a little (still a metric? not needed for LMDS)
+    H = np.eye(n) - 1.0 / n
+    B = -0.5 * H @ (D ** 2) @ H
+    lam, V = np.linalg.eigh(B)
+    assert lam.min() < -1e-6  # the power of the test: negative eigenvalues exist
+    with enable_x64():
+        model = LM.lmds_fit(D ** 2, 2)
+        Y = np.asarray(LM.lmds_transform(model, D ** 2))
+        assert int(model.n_positive) == int((lam > 1e-9 * abs(lam).max()).sum())
+    top = np.argsort(lam)[::-1][:2]
+    Yr = V[:, top] * np.sqrt(lam[top])
+    sg = np.sign((Y * Yr).sum(0))
+    np.testing.assert_allclose(Y * sg, Yr, atol=1e-9)
+    # the learner with this metric: finite coordinates, the same n_positive as a direct fit of its landmarks
+    with enable_x64():
+        lrn = LM.landmark_mds(8, n_components=2, buffer_size=20, metric="precomputed", distances=D, align=True)
+        s = lrn.init(jax.random.key(0), LM.index_stream(n))
+        assert np.all(np.isfinite(np.asarray(s.embedding.coords)))
+        idx = np.asarray(s.arrival)[np.asarray(s.embedding.slots)[np.asarray(s.embedding.mask)]]
+        assert int(s.embedding.n_positive) == int(LM.lmds_fit(D[np.ix_(idx, idx)] ** 2, 2).n_positive)
+
+
+def test_align_under_vmap_equals_single_runs():
+    B = 3
+    Xs = np.stack([clustered_stream(30 + b, 41) for b in range(B)])
+    with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
+        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True)
+        keys = jax.random.split(jax.random.key(0), B)
+        states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+        fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
+            keys, Xs[:, 1:], states)
+        one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
+        for b in range(B):
+            s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
+            np.testing.assert_array_equal(np.asarray(infos.case[b]), np.asarray(info.case))
+            chex.assert_trees_all_close(jax.tree_util.tree_map(lambda a: a[b], fin.embedding), s.embedding,
+                                        atol=1e-9, rtol=1e-9)
+            chex.assert_trees_all_close(infos.y[b], info.y, atol=1e-9, rtol=1e-9)
+            assert int(np.asarray(info.replaced).sum()) >= 3
+
+
+def test_info_y_is_the_arrival_embedding():
+    X = stream41(22)
+    for align in (False, True):
+        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=align, embed_arrivals=True)
+        s = lrn.init(jax.random.key(0), X[:1])
+        step = jax.jit(lrn.update)
+        predict = jax.jit(lrn.predict)
+        for t in range(1, 41):
+            s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+            chex.assert_trees_all_close(info.y, predict(s, X[t]), atol=1e-5)
+    assert LM.landmark_mds(5, buffer_size=20).init(jax.random.key(0), X[:3]).embedding.mask.sum() == 0
+
+
+def test_wrapper_chunked_path_equals_functional_run():
+    X = clustered_stream(23, 50, d=3).astype(np.float32)
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)
+    m.chunk_size = 8
+    a = m.learn_many(X[:3])            # first point + 2 single steps
+    b = m.learn_many(X[3:])            # 5 whole chunks of 8 + 7 single steps
+    infos = jax.tree_util.tree_map(lambda u, v: np.concatenate([u, v]), a, b)
+    lrn = LM.landmark_mds(6, n_components=2, buffer_size=25, align=True)
+    s, info = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))(
+        jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    np.testing.assert_array_equal(infos.case[1:], np.asarray(info.case))
+    np.testing.assert_array_equal(infos.added[1:], np.asarray(info.added))
+    np.testing.assert_array_equal(np.asarray(m.state.is_landmark), np.asarray(s.is_landmark))
+    chex.assert_trees_all_close(m.state.embedding, s.embedding, atol=1e-5)
+    np.testing.assert_allclose(infos.y[1:], np.asarray(info.y), atol=1e-5)
+
+
+def test_default_buffer_is_documented_window():
+    assert LM.online.default_buffer_size(10) == 1024 and LM.online.default_buffer_size(200) == 2000
+    lrn = LM.landmark_mds(10, n_components=1)
+    assert lrn.config["buffer_size"] == 1024
+    # the buffer is a window of recent non-landmark points: the first eviction comes at arrival 1024
+    n = 1030
+    X = np.linspace(0.0, 1.0, n)[:, None].astype(np.float32)
+    s, info = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))(
+        jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    ev = np.asarray(info.evicted)
+    assert np.all(ev[:1023] == -1) and np.all(ev[1023:] >= 0)
+    assert int(np.asarray(s.valid).sum()) == 1024
+
+
+def test_config_records_static_arguments():
+    man = lambda a, b: jnp.sum(jnp.abs(a - b))
+    c = LM.landmark_mds(7, n_components=3, buffer_size=30, metric=man, align=True).config
+    assert c["learner"] == "landmark_mds" and c["max_landmarks"] == 7 and c["n_components"] == 3
+    assert c["buffer_size"] == 30 and c["align"] is True and c["cache_distances"] is True
+    assert c["metric"].endswith("<lambda>") and "test_landmarks" in c["metric"]
+    assert LM.landmark_mds(7, metric="precomputed", distances=np.zeros((3, 3))).config["metric"] == "precomputed"
+    assert LM.landmark_mds(7).config["metric"] == "euclidean"
+    for v in c.values():
+        assert isinstance(v, (int, float, str, bool, type(None), tuple))
+
+
+class JitVsEager(chex.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_update_jit_and_eager_agree(self):
+        X = stream41(24)
+        lrn = lrn5()
+        s = lrn.init(jax.random.key(0), X[:8])
+        x = jnp.asarray([30.0, 0.0], jnp.float32)  # far away: case 3
+        out = self.variant(lrn.update)(jax.random.key(0), s, x)  # without_jit: op by op outside the loops
+        ref = jax.jit(lrn.update)(jax.random.key(0), s, x)
+        assert int(out[1].case) == 3
+        chex.assert_trees_all_close(out, ref, rtol=1e-6)

@@ -84,7 +84,7 @@ _IMAX = np.iinfo(np.int32).max
 
 __all__ = [
     "Params", "State", "Info", "Embedding", "default_params", "init", "build_update",
-    "landmark_mds", "embedding", "landmarks", "predict", "loss",
+    "landmark_mds", "default_buffer_size", "embedding", "landmarks", "predict", "loss",
     "CASE_COVERED", "CASE_ADDED", "CASE_REPLACED",
 ]
 
@@ -103,10 +103,20 @@ class Params(NamedTuple):
         authors use 1e-20).
       distances: (n_items, n_items) distance matrix for
         ``metric="precomputed"``; shape (0, 0) otherwise.
+      min_support: int32, m, a noise-robust replacement rule (an option
+        beyond the paper; 0, the default, is the paper's rule). In case 3, ε
+        grows as in the paper; then, if some landmark (the new one included)
+        has fewer than m other buffered points within the new ε, the one
+        with the fewest (ties: the earliest arrival) is removed instead of
+        the redundant one. An isolated point that became a landmark is thus
+        dropped at the next swap instead of being kept until ε reaches it;
+        the landmarks then dominate every point except those in
+        neighbourhoods of fewer than m points.
     """
 
     eps0: Array
     distances: Array
+    min_support: Array
 
 
 class Embedding(NamedTuple):
@@ -175,7 +185,7 @@ class Info(NamedTuple):
       loss: prequential loss, the squared distance from x to its nearest
         landmark before the update (the squared covering radius at x; x is
         covered iff ``loss <= eps_before²``); inf for the very first point.
-      case: 1 (covered), 2 (added, |L| < n_L) or 3 (uncovered with |L| = n_L:
+      case: 1 (covered), 2 (added, |L| < n_L), 3 (uncovered with |L| = n_L:
         degree rule and ε growth).
       replaced: True when the landmark set changed by a swap (case 3 and the
         removed landmark is not the one just added).
@@ -188,6 +198,10 @@ class Info(NamedTuple):
       n_landmarks: |L| after the update.
       full_degrees: True when case 3 needed the O(N²) count of all edges
         (the O(n_L·N) lower bound on |E| did not settle the degree rule).
+      y: (k,) coordinates of x under the landmarks *after* the update (what
+        an online user sees at x's arrival), when the learner tracks its
+        embedding (``align=True`` or ``embed_arrivals=True``); None
+        otherwise.
     """
 
     loss: Array
@@ -199,6 +213,7 @@ class Info(NamedTuple):
     evicted: Array
     n_landmarks: Array
     full_degrees: Array
+    y: Optional[Array] = None
 
 
 class _Cfg(NamedTuple):
@@ -208,15 +223,19 @@ class _Cfg(NamedTuple):
     align: bool
     cache: bool
     dist: _Dist
+    track: bool = False  # keep the embedding in the state (align or embed_arrivals)
 
 
-def default_params(eps0: float = 0.0, distances=None) -> Params:
+def default_params(eps0: float = 0.0, distances=None, min_support: int = 0) -> Params:
     """Default numeric parameters.
 
     Args:
       eps0: initial ε (0: the first points are isolated).
       distances: (n, n) matrix for ``metric="precomputed"``; None otherwise.
+      min_support: see `Params` (0: the paper's admission rule).
     """
+    if isinstance(min_support, (int, np.integer)) and min_support < 0:
+        raise ValueError(f"min_support must be >= 0; got {min_support}")
     if distances is None:
         D = jnp.zeros((0, 0))
     else:
@@ -224,7 +243,7 @@ def default_params(eps0: float = 0.0, distances=None) -> Params:
         if is_concrete(D):
             _check_distance_matrix(D)
         D = jnp.asarray(D)
-    return Params(jnp.asarray(eps0, D.dtype), D)
+    return Params(jnp.asarray(eps0, D.dtype), D, jnp.asarray(min_support, jnp.int32))
 
 
 def _check_distance_matrix(D: np.ndarray) -> None:
@@ -304,26 +323,27 @@ def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
     return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
 
 
-def _cond_rare(pred, true_fn, false_fn, operand):
-    """``lax.cond`` for a rarely taken, expensive branch, written as a while loop
-    that runs at most once.
+def _rare(pred, fn, default, small, big):
+    """``fn(small, big)`` if `pred` else `default`, for a rarely taken, expensive branch.
 
-    Outside vmap it behaves like ``lax.cond`` (`false_fn` must be cheap: it
-    is always evaluated). Under vmap, ``lax.cond`` becomes a select that
-    evaluates both branches for every batch element at every step; the loop
-    runs the expensive branch only when some element of the batch takes it.
-    The operand travels in the loop carry through an optimization barrier:
-    otherwise XLA hoists the loop-invariant branch out of the loop and runs
-    it unconditionally. So `true_fn` must take everything it needs from its
-    argument, not from a closure.
+    Written as a while loop that runs at most once. Outside vmap it behaves
+    like ``lax.cond``. Under vmap, ``lax.cond`` becomes a select that runs
+    both branches for every batch element at every step; the loop runs `fn`
+    only at steps where some element of the batch takes it.
+
+    Only `small` (and the small result) travels in the loop carry. `big`
+    (e.g. the state with its (N, N) distance cache) is read-only inside the
+    loop: a loop-invariant operand, which XLA neither copies nor selects.
+    It passes through an optimization barrier together with the carried
+    `small`, so that XLA cannot hoist the branch out of the loop (which
+    would run it unconditionally); `fn` must read what it needs from its
+    arguments, not from a closure.
     """
-    out0 = false_fn(operand)
-
     def body(c):
-        op = lax.optimization_barrier(c[2])
-        return jnp.zeros_like(c[0]), true_fn(op), op
+        sm, bg = lax.optimization_barrier((c[2], big))
+        return jnp.zeros_like(c[0]), fn(sm, bg), c[2]
 
-    return lax.while_loop(lambda c: c[0], body, (pred, out0, operand))[1]
+    return lax.while_loop(lambda c: c[0], body, (pred, default, small))[1]
 
 
 def _argmin(x, axis=-1):
@@ -404,13 +424,34 @@ def _full_dist(state: State, slot, dx, cfg: _Cfg):
     return jnp.where(vv, jnp.where(eye, 0.0, D), jnp.inf)
 
 
-def _case3(state: State, slot, dx, cfg: _Cfg):
-    """Degree rule, ε growth and removal (x is already in the buffer at `slot`).
+def _x_passes_degree_rule(deg_x, deg_sum):
+    """deg(x) <= 2·sqrt(|E|), i.e. deg(x)² <= 4|E| = 2·Σ deg, in exact unsigned arithmetic.
+
+    uint32 holds 2·Σ deg <= 2·N·(N − 1) for every buffer allowed
+    (N <= 40000), where int32 would overflow past N ≈ 32768.
+    """
+    d = deg_x.astype(jnp.uint32)
+    return d * d <= jnp.uint32(2) * deg_sum.astype(jnp.uint32)
+
+
+class _Case3(NamedTuple):
+    new: Array        # slot of the landmark added (x or x's neighbour)
+    rm_row: Array     # position (0..n_L) of the removed landmark in slots + [new]
+    eps: Array        # ε after the growth
+    full: Array       # the O(N²) degree count ran
+
+
+def _case3(small, state: State, cfg: _Cfg) -> _Case3:
+    """Degree rule and ε growth for an uncovered x with a full landmark set.
+
+    x is already in the buffer at `slot` (`state` is the state after x was
+    written). Returns only small results; the caller applies them.
 
     |E| is only needed to decide deg(x) <= 2·sqrt(|E|). The edges incident to
     the landmarks or to x are a lower bound on |E| that costs O(n_L·N); only
     when it does not settle the rule are all O(N²) pairs counted.
     """
+    slot, dx = small
     N, n_L = cfg.buffer_size, cfg.max_landmarks
     eps, valid = state.eps, state.valid
     slots = state.landmark_slots  # exactly n_L landmarks in case 3
@@ -428,36 +469,43 @@ def _case3(state: State, slot, dx, cfg: _Cfg):
     deg_x = jnp.sum(dx <= eps, dtype=jnp.int32) - 1  # dx[slot] = 0 counts x itself
     e_low = jnp.sum(adjL, dtype=jnp.int32) - ll_twice // 2 + deg_x
 
-    def exact(op):
-        state, slot, dx = op
-        D = _full_dist(state, slot, dx, cfg)
-        adj = (D <= eps) & ~jnp.eye(N, dtype=bool)
+    def exact(op, st):
+        slot, dx = op
+        D = _full_dist(st, slot, dx, cfg)
+        adj = (D <= st.eps) & ~jnp.eye(N, dtype=bool)
         deg = jnp.sum(adj, axis=1, dtype=jnp.int32)
-        # deg(x) <= 2 sqrt(|E|)  <=>  deg(x)^2 <= 4|E| = 2·sum(deg), in exact integer arithmetic.
-        use_x = deg[slot] * deg[slot] <= 2 * jnp.sum(deg)
+        use_x = _x_passes_degree_rule(deg[slot], jnp.sum(deg, dtype=jnp.uint32))
         nb = adj[slot]
         min_deg = jnp.min(jnp.where(nb, deg, _IMAX))
         cand = nb & (deg == min_deg)
-        u = _argmin(jnp.where(cand, state.arrival, _IMAX))
+        u = _argmin(jnp.where(cand, st.arrival, _IMAX))
         new = jnp.where(use_x, slot, u)
         return new, D[new]
 
-    quick = deg_x * deg_x <= 4 * e_low
-    new, row = _cond_rare(~quick, exact, lambda op: (op[1], op[2]), (state, slot, dx))
+    quick = _x_passes_degree_rule(deg_x, 2 * e_low.astype(jnp.uint32))
+    new, row = _rare(~quick, exact, (slot, dx), (slot, dx), state)
     slots1 = jnp.concatenate([slots, new[None]])
     DL1 = jnp.concatenate([DL, row[None]], axis=0)
-    eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), state.arrival[slots1], valid, eps)
-    rm = slots1[rm_row]
-    lm = state.is_landmark.at[new].set(True).at[rm].set(False)
-    # the new landmark takes the removed one's position (nothing moves if it is itself removed)
-    ls = slots.at[rm_row].set(new, mode="drop")
-    return (state._replace(is_landmark=lm, landmark_slots=ls, eps=eps_new), state.arrival[new],
-            state.arrival[rm], ~quick)
+    arrival1 = state.arrival[slots1]
+    eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), arrival1, valid, eps)
+    # min_support: the least supported landmark goes first when some has fewer than m neighbours
+    support = jnp.sum(DL1 <= eps_new, axis=1, dtype=jnp.int32) - 1  # each row's own 0 excluded
+    weak = support < state.params.min_support
+    min_sup = jnp.min(jnp.where(weak, support, _IMAX))
+    weak_rm = _argmin(jnp.where(weak & (support == min_sup), arrival1, _IMAX))
+    rm_row = jnp.where(jnp.any(weak), weak_rm, rm_row)
+    return _Case3(new, rm_row.astype(jnp.int32), eps_new, ~quick)
 
 
 def _step(state: State, x, cfg: _Cfg):
-    """One arrival; returns (new_state, info)."""
+    """One arrival; returns (new_state, info).
+
+    Every array the step writes is written in place (a slot, a row and a
+    column of the cache); the rare branches read the state without carrying
+    it, so no step copies or selects an O(N²) leaf.
+    """
     params = state.params
+    N, n_L = cfg.buffer_size, cfg.max_landmarks
     lm = state.is_landmark
     if cfg.dist.precomputed or cfg.dist.callable_metric:
         dx = cfg.dist.dist(params, x[None], state.points)[0]
@@ -477,32 +525,46 @@ def _step(state: State, x, cfg: _Cfg):
     evicted = jnp.where(has_free, -1, state.arrival[slot])
     t = state.n_seen
     dx = dx.at[slot].set(0.0)
-    case = jnp.where(covered, CASE_COVERED, jnp.where(n_lm < cfg.max_landmarks, CASE_ADDED, CASE_REPLACED))
+    case = jnp.where(covered, CASE_COVERED, jnp.where(n_lm < n_L, CASE_ADDED, CASE_REPLACED))
+    added_now = case == CASE_ADDED
     s = state._replace(
         points=state.points.at[slot].set(x.astype(state.points.dtype)),
         valid=state.valid.at[slot].set(True),
         arrival=state.arrival.at[slot].set(t),
-        is_landmark=lm.at[slot].set(case == CASE_ADDED),
-        landmark_slots=state.landmark_slots.at[jnp.where(case == CASE_ADDED, n_lm, cfg.max_landmarks)].set(
-            slot, mode="drop"),
+        is_landmark=lm.at[slot].set(added_now),
+        landmark_slots=state.landmark_slots.at[jnp.where(added_now, n_lm, n_L)].set(slot, mode="drop"),
         n_seen=t + 1,
         dist=state.dist.at[slot].set(dx).at[:, slot].set(dx) if cfg.cache else state.dist,
     )
-    s, added, removed, full = _cond_rare(
-        case == CASE_REPLACED,
-        lambda op: _case3(op[0], op[1], op[2], cfg),
-        lambda op: (op[0], jnp.where(case == CASE_ADDED, t, -1).astype(jnp.int32), jnp.int32(-1),
-                    jnp.array(False)),
-        (s, slot, dx))
-    replaced = (case == CASE_REPLACED) & (removed != added)
-    if cfg.align:
-        changed = (case == CASE_ADDED) | replaced
-        emb = _cond_rare(changed, lambda s_: _procrustes(_fresh_embedding(s_, cfg), s_.embedding),
-                         lambda s_: s_.embedding, s)
+    is3 = case == CASE_REPLACED
+    no3 = _Case3(slot.astype(jnp.int32), jnp.int32(n_L), s.eps, jnp.array(False))
+    r = _rare(is3, lambda op, st: _case3(op, st, cfg), no3, (slot, dx), s)
+    accept = is3
+    slots1 = jnp.concatenate([s.landmark_slots, r.new[None]])
+    rm = slots1[jnp.minimum(r.rm_row, n_L)]
+    # apply the swap with index tricks (out-of-range indices are dropped), not a select of whole arrays
+    lm1 = s.is_landmark.at[jnp.where(accept, r.new, N)].set(True, mode="drop")
+    lm1 = lm1.at[jnp.where(accept, rm, N)].set(False, mode="drop")
+    # the new landmark takes the removed one's position (nothing moves if it is itself removed)
+    ls1 = s.landmark_slots.at[jnp.where(accept, r.rm_row, n_L)].set(r.new, mode="drop")
+    s = s._replace(is_landmark=lm1, landmark_slots=ls1, eps=jnp.where(accept, r.eps, s.eps))
+    added = jnp.where(accept, s.arrival[r.new], jnp.where(added_now, t, -1)).astype(jnp.int32)
+    removed = jnp.where(accept, s.arrival[rm], -1).astype(jnp.int32)
+    replaced = accept & (removed != added)
+    y = None
+    if cfg.track:
+        changed = added_now | replaced
+
+        def refresh(ls, st):
+            emb = _fresh_embedding(st._replace(landmark_slots=ls), cfg)
+            return _procrustes(emb, st.embedding) if cfg.align else emb
+
+        emb = _rare(changed, refresh, s.embedding, s.landmark_slots, s)
         s = s._replace(embedding=emb)
+        y = _embed_points(s, emb, x.astype(s.points.dtype), cfg)
     info = Info(loss=loss, case=case.astype(jnp.int32), replaced=replaced, eps=s.eps, added=added,
                 removed=removed, evicted=evicted.astype(jnp.int32),
-                n_landmarks=jnp.sum(s.is_landmark).astype(jnp.int32), full_degrees=full)
+                n_landmarks=jnp.sum(s.is_landmark).astype(jnp.int32), full_degrees=is3 & r.full, y=y)
     return s, info
 
 
@@ -530,7 +592,7 @@ def _first_state(cfg: _Cfg, x, dtype, params: Params) -> State:
                    arrival=s.arrival.at[0].set(0), is_landmark=s.is_landmark.at[0].set(True),
                    landmark_slots=s.landmark_slots.at[0].set(0),
                    n_seen=jnp.ones((), jnp.int32))
-    if cfg.align:  # one landmark: the MDS is the origin, with no positive eigenvalue
+    if cfg.track:  # one landmark: the MDS is the origin, with no positive eigenvalue
         e = s.embedding
         s = s._replace(embedding=e._replace(ids=e.ids.at[0].set(0), mask=e.mask.at[0].set(True)))
     return s
@@ -604,7 +666,7 @@ def predict(state: State, x, *, cfg: _Cfg):
     consecutive predictions do not flip; otherwise it is computed afresh.
     Dimensions beyond ``embedding.n_positive`` are zero.
     """
-    emb = state.embedding if cfg.align else _fresh_embedding(state, cfg)
+    emb = state.embedding if cfg.track else _fresh_embedding(state, cfg)
     return _embed_points(state, emb, jnp.asarray(x), cfg)
 
 
@@ -628,31 +690,48 @@ def landmarks(state: State):
     return np.asarray(state.points)[slots], arr[order], slots
 
 
-def _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances) -> _Cfg:
+def default_buffer_size(max_landmarks: int) -> int:
+    """The default buffer: ``max(1024, 10 · max_landmarks)`` points.
+
+    The buffer is a window: once it is full the oldest non-landmark point
+    is evicted, so the graph (and ε, and which landmark is redundant) only
+    sees the most recent points besides the landmarks. 10·n_L alone was a
+    100-point window at the paper's n_L = 10; 1024 covers the paper's
+    streams of about a thousand points whole. Pass ``buffer_size`` >= the
+    stream's length for the paper's unbounded algorithm.
+    """
+    return max(1024, 10 * int(max_landmarks))
+
+
+def _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
+              embed_arrivals=False) -> _Cfg:
     n_L = check_capacity(max_landmarks, "max_landmarks", 1)
-    N = check_capacity(10 * n_L if buffer_size is None else buffer_size, "buffer_size", n_L + 1)
+    N = check_capacity(default_buffer_size(n_L) if buffer_size is None else buffer_size, "buffer_size", n_L + 1)
     if N > 40000:
-        raise ValueError(f"buffer_size={N} is too large (degrees are int32 and the graph pass is O(N^2))")
+        raise ValueError(f"buffer_size={N} is too large (the graph pass is O(N^2) and degree sums are uint32)")
     k = check_capacity(n_components, "n_components", 1)
     dist = _make_dist(metric)
     cache = dist.callable_metric if cache_distances is None else bool(cache_distances)
     if dist.precomputed:
         cache = False  # a lookup is as cheap as the cache
-    return _Cfg(n_L, N, k, bool(align), cache, dist)
+    return _Cfg(n_L, N, k, bool(align), cache, dist, bool(align) or bool(embed_arrivals))
 
 
 def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
-                 cache_distances: Optional[bool] = None, eps0: float = 0.0) -> StreamLearner:
+                 cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
+                 min_support: int = 0) -> StreamLearner:
     """Online landmark replacement with landmark MDS, as a `StreamLearner`.
 
     Args:
       max_landmarks: n_L, the most landmarks kept (static).
       n_components: k, the embedding dimension (static; < max_landmarks).
       buffer_size: N, how many points form the geometric graph (static,
-        >= max_landmarks + 1; default 10·max_landmarks). When full, the oldest
-        non-landmark point is evicted. Each uncovered arrival with a full
-        landmark set costs O(N²) distance work.
+        >= max_landmarks + 1; default `default_buffer_size`, i.e.
+        max(1024, 10·max_landmarks)). When full, the oldest non-landmark point
+        is evicted (`Info.evicted`): the graph is then a window of recent
+        points plus the landmarks. Each uncovered arrival with a full
+        landmark set costs O(n_L·N) (rarely O(N²)) distance work.
       metric: None/"euclidean", a jax-traceable symmetric ``metric(a, b)``,
         or "precomputed" (items are indices, see `index_stream`).
       distances: the (n, n) matrix for ``metric="precomputed"`` (stored in
@@ -669,13 +748,20 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
         arrival; the state is then O(N²)). Default: on for a callable metric,
         off otherwise.
       eps0: initial ε (numeric param).
+      embed_arrivals: keep the (unaligned) embedding in the state, refreshed
+        whenever the landmarks change, and report each arrival's
+        coordinates under the landmarks after its update in ``Info.y`` (also
+        on with ``align=True``, where they are aligned). Costs what
+        ``align`` costs without the Procrustes step.
+      min_support: noise-robust replacement (numeric param; 0 = the paper's
+        rule): see `Params.min_support`.
 
     Returns:
-      ``StreamLearner(init, update, predict, loss, params)``; ``predict``
+      ``StreamLearner(init, update, predict, loss, params, config)``; ``predict``
       returns embeddings (k,) or (m, k), ``loss`` the squared distance to the
       nearest landmark.
     """
-    cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances)
+    cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances, embed_arrivals)
     if cfg.n_components >= cfg.max_landmarks:
         raise ValueError(f"n_components={cfg.n_components} must be smaller than max_landmarks="
                          f"{cfg.max_landmarks} (n landmarks give at most n - 1 MDS dimensions)")
@@ -683,13 +769,16 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
         raise ValueError("metric='precomputed' needs distances=(n, n) matrix")
     if distances is not None and not cfg.dist.precomputed:
         raise ValueError("distances=... is only used with metric='precomputed'")
-    defaults = default_params(eps0, distances)
+    defaults = default_params(eps0, distances, min_support)
 
     def _init(key, x_init, params=None):
         return init(key, x_init, defaults if params is None else params, cfg=cfg)
 
     update, predict_, loss_ = _kernels(cfg)
-    return StreamLearner(_init, update, predict_, loss_, defaults)
+    config = dict(learner="landmark_mds", max_landmarks=cfg.max_landmarks, n_components=cfg.n_components,
+                  buffer_size=cfg.buffer_size, metric=metric_kind(metric), align=cfg.align,
+                  cache_distances=cfg.cache, embed_arrivals=bool(embed_arrivals))
+    return StreamLearner(_init, update, predict_, loss_, defaults, config)
 
 
 @functools.lru_cache(maxsize=64)

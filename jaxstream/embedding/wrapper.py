@@ -31,11 +31,14 @@ class LandmarkMDS:
 
     def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
-                 cache_distances: Optional[bool] = None, eps0: float = 0.0, seed: int = 0):
+                 cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
+                 min_support: int = 0, seed: int = 0):
         self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
                                     metric=metric, distances=distances, align=align,
-                                    cache_distances=cache_distances, eps0=eps0)
-        self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances)
+                                    cache_distances=cache_distances, eps0=eps0, embed_arrivals=embed_arrivals,
+                                    min_support=min_support)
+        self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
+                              embed_arrivals)
         self.n_components = n_components
         self._key = jax.random.key(seed)
         self.state: Optional[State] = None
@@ -44,7 +47,7 @@ class LandmarkMDS:
         self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, trace="info",
                                                               step_offset=off))
         cfg = self._cfg
-        self._embedding = jax.jit(lambda s: s.embedding if cfg.align else _fresh_embedding(s, cfg))
+        self._embedding = jax.jit(lambda s: s.embedding if cfg.track else _fresh_embedding(s, cfg))
         self._embed = jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg))
 
     def _prep(self, X, name):
@@ -80,7 +83,8 @@ class LandmarkMDS:
             self.state = _first_state(self._cfg, jnp.asarray(X[0]), dtype, self.learner.params)
             first = Info(loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
                          eps=np.asarray(self.state.eps), added=np.int32(0), removed=np.int32(-1),
-                         evicted=np.int32(-1), n_landmarks=np.int32(1), full_degrees=np.bool_(False))
+                         evicted=np.int32(-1), n_landmarks=np.int32(1), full_degrees=np.bool_(False),
+                         y=np.zeros(self.n_components, dtype) if self._cfg.track else None)
             infos = [jax.tree_util.tree_map(lambda a: np.asarray(a)[None], first)]
             X = X[1:]
         else:
