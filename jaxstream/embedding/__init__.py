@@ -7,7 +7,7 @@ networks, spectral distance), `baselines` (initial / random / reservoir /
 farthest-point landmarks), `datasets` (synthetic streams and loaders for
 contact lists and price tables), `wrapper` (`LandmarkMDS`).
 """
-from . import baselines, distances, lmds, networks, online, stress
+from . import baselines, datasets, distances, lmds, networks, online, stress
 from .distances import Metric, index_stream, metric_kind, pairwise_distances
 from .lmds import LMDSModel, check_eigen, lmds_embed, lmds_fit, lmds_transform
 from .online import (CASE_ADDED, CASE_COVERED, CASE_REPLACED, Embedding, Info, Params, State, build_update,
@@ -16,7 +16,7 @@ from .stress import landmark_stress, normalized_stress
 from .wrapper import LandmarkMDS
 
 __all__ = [
-    "baselines", "distances", "lmds", "networks", "online", "stress",
+    "baselines", "datasets", "distances", "lmds", "networks", "online", "stress",
     "Metric", "index_stream", "metric_kind", "pairwise_distances",
     "LMDSModel", "check_eigen", "lmds_embed", "lmds_fit", "lmds_transform",
     "CASE_ADDED", "CASE_COVERED", "CASE_REPLACED", "Embedding", "Info", "Params", "State", "build_update",
