@@ -9,6 +9,7 @@ built.
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
@@ -56,52 +57,136 @@ class StreamLearner(NamedTuple):
     config: Optional[dict] = None
 
 
-def _select(pred, on_true, on_false):
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+def _trace_none(state, x, info):
+    return ()
+
+
+def _trace_loss(state, x, info):
+    return info.loss
+
+
+def _trace_info(state, x, info):
+    return info
 
 
 def _resolve_trace(trace: Union[str, TraceFn, None]) -> TraceFn:
+    # Module-level functions (not fresh lambdas) so that compiled scans are
+    # found again in `_compiled_scan`'s cache.
     if trace is None:
-        return lambda state, x, info: ()
+        return _trace_none
     if callable(trace):
         return trace
     if trace == "loss":
-        return lambda state, x, info: info.loss
+        return _trace_loss
     if trace == "info":
-        return lambda state, x, info: info
+        return _trace_info
     raise ValueError(f"trace must be 'loss', 'info', None or a callable (state, x, info) -> pytree; got {trace!r}")
 
 
 def _prepare_stream(xs, mask, nonfinite: str):
+    """Check a stream on the host where it is concrete.
+
+    Returns:
+      ``(xs, mask, all_valid)``: `mask` is None or a bool (T,) array (rows that
+      are known non-finite on the host are folded into it); `all_valid` is True
+      when every row is known to be learned (concrete, finite, unmasked), so the
+      scan can skip validity handling altogether.
+    """
     if nonfinite not in ("raise", "skip"):
         raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {nonfinite!r}")
-    xs = check_points(xs, "xs", allow_nonfinite=(nonfinite == "skip"))
+    # Concrete inputs stay NumPy here: under an enclosing trace (make_jaxpr, a
+    # user's jit around other work) any jnp call would turn them into tracers.
+    concrete = is_concrete(xs)
+    if concrete:
+        xs = np.asarray(xs)
+    checked = check_points(xs, "xs", allow_nonfinite=(nonfinite == "skip"))
+    xs = xs.astype(checked.dtype, copy=False) if concrete else checked
     if mask is not None:
-        mask = jnp.asarray(mask)
+        if is_concrete(mask):
+            mask = np.asarray(mask)
         if mask.shape != xs.shape[:1]:
             raise ValueError(f"mask must have shape ({xs.shape[0]},) to match xs; got {tuple(mask.shape)}")
         mask = mask.astype(bool)
-    return xs, mask
+    if not concrete or (mask is not None and not is_concrete(mask)):
+        return xs, mask, False
+    valid = np.ones(xs.shape[0], bool) if mask is None else mask
+    if nonfinite == "skip":
+        valid = valid & np.isfinite(xs).all(axis=1)
+    if valid.all():
+        return xs, None, True
+    return xs, valid, False
 
 
-def _scan_stream(learner: StreamLearner, key, xs, state, mask, trace_fn, step_offset):
-    """The scan itself: no host-side checks, safe under jit and vmap."""
+def _zeros_like_shape(s):
+    return jnp.zeros(s.shape, s.dtype)
+
+
+def _scan_stream(update, key, xs, state, mask, trace_fn, step_offset, *, all_valid: bool = False):
+    """The scan itself: no host-side checks, safe under jit and vmap.
+
+    With ``all_valid=True`` (every row known to be valid: no mask, rows checked
+    finite on the host) a round is exactly ``update`` plus the trace: nothing
+    else touches the state. Otherwise a round is ``lax.cond(valid, learn,
+    skip)``, so a skipped round leaves the state alone and a learned one costs
+    what `update` costs. Under `vmap` with a batched `valid`, JAX turns the
+    cond into a select of both branches: every state leaf that `update`
+    rewrites is then selected once per round (a pass over it), which is what
+    `run_streams` avoids by taking the unmasked path whenever it can.
+    """
     T = xs.shape[0]
+    ts = jnp.arange(T) + step_offset
+
+    if all_valid and mask is None:
+        def step(state, inp):
+            x, t = inp
+            new_state, info = update(jax.random.fold_in(key, t), state, x)
+            return new_state, trace_fn(state, x, info)
+
+        return lax.scan(step, state, (xs, ts))
+
     if mask is None:
         mask = jnp.ones((T,), bool)
-    ts = jnp.arange(T) + step_offset
 
     def step(state, inp):
         x, valid, t = inp
-        # Non-finite rows are skipped under tracing (where nothing can raise).
+        # Non-finite rows are skipped under tracing (where nothing can raise);
+        # zeros replace them so that no NaN reaches a skipped branch's loops.
         valid = valid & jnp.all(jnp.isfinite(x))
         x_safe = jnp.where(valid, x, jnp.zeros_like(x))
-        new_state, info = learner.update(jax.random.fold_in(key, t), state, x_safe)
-        rec = trace_fn(state, x_safe, info)
-        rec = jax.tree_util.tree_map(lambda r: jnp.where(valid, r, jnp.zeros_like(r)), rec)
-        return _select(valid, new_state, state), rec
+        k = jax.random.fold_in(key, t)
+
+        # One jitted function for both the shape query and the branch: the
+        # second use hits jit's trace cache, so `update` is traced once.
+        @jax.jit
+        def learn(k, state, x):
+            new_state, info = update(k, state, x)
+            return new_state, trace_fn(state, x, info)
+
+        rec_shape = jax.eval_shape(learn, k, state, x_safe)[1]
+
+        def skip(k, state, x):
+            return state, jax.tree_util.tree_map(_zeros_like_shape, rec_shape)
+
+        return lax.cond(valid, learn, skip, k, state, x_safe)
 
     return lax.scan(step, state, (xs, mask, ts))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_scan(update, trace_fn, all_valid: bool, masked: bool, batched: bool):
+    """One jitted driver per (update, trace, validity mode, batching).
+
+    Learners built with the same configuration share `update` (the factories
+    cache their kernels), so calling `run_stream` again, on other data of the
+    same shape, reuses the compiled program instead of compiling a new scan.
+    """
+    def one(key, xs, state, mask, step_offset):
+        return _scan_stream(update, key, xs, state, mask if masked else None, trace_fn, step_offset,
+                            all_valid=all_valid)
+
+    if batched:
+        one = jax.vmap(one, in_axes=(0, 0, 0, 0 if masked else None, None))
+    return jax.jit(one)
 
 
 def run_stream(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
@@ -132,8 +217,9 @@ def run_stream(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
     Returns:
       ``(final_state, trace)`` where each trace leaf has leading axis T.
     """
-    xs, mask = _prepare_stream(xs, mask, nonfinite)
-    return _scan_stream(learner, key, xs, state, mask, _resolve_trace(trace), step_offset)
+    xs, mask, all_valid = _prepare_stream(xs, mask, nonfinite)
+    run = _compiled_scan(learner.update, _resolve_trace(trace), all_valid, mask is not None, False)
+    return run(key, xs, state, mask, step_offset)
 
 
 def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
@@ -159,7 +245,7 @@ def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
 
 def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
                 mask=None, trace: Union[str, TraceFn, None] = "loss",
-                nonfinite: str = "raise"):
+                nonfinite: str = "raise", step_offset=0):
     """`run_stream` vmapped over many streams.
 
     Args:
@@ -168,27 +254,27 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
       states: batched states from `init_streams` (leading axis B). Different
         numeric params per stream live in the states.
       mask: optional bool (B, T).
-      trace, nonfinite: as in `run_stream`.
+      trace, nonfinite, step_offset: as in `run_stream` (the round keys of
+        stream b are ``fold_in(keys[b], step_offset + t)``).
 
     Returns:
       ``(final_states, traces)`` with leading axis B.
     """
-    if is_concrete(xs):
+    xnp = np if is_concrete(xs) else jnp
+    if xnp is np:
         xs = np.asarray(xs)
     if xs.ndim != 3:
         raise ValueError(f"xs must have shape (B, T, d); got {tuple(xs.shape)}")
     B, T, d = xs.shape
-    flat_mask = None if mask is None else jnp.asarray(mask).reshape(B * T)
     if mask is not None and jnp.shape(mask) != (B, T):
         raise ValueError(f"mask must have shape ({B}, {T}); got {tuple(jnp.shape(mask))}")
-    flat, flat_mask = _prepare_stream(jnp.asarray(xs).reshape(B * T, d), flat_mask, nonfinite)
+    mnp = np if is_concrete(mask) else jnp
+    flat_mask = None if mask is None else mnp.reshape(mnp.asarray(mask), (B * T,))
+    flat, flat_mask, all_valid = _prepare_stream(xnp.reshape(xs, (B * T, d)), flat_mask, nonfinite)
     xs = flat.reshape(B, T, d)
     mask = None if flat_mask is None else flat_mask.reshape(B, T)
-    trace_fn = _resolve_trace(trace)
-    run_one = lambda k, x, s, m: _scan_stream(learner, k, x, s, m, trace_fn, 0)
-    if mask is None:
-        return jax.vmap(lambda k, x, s: run_one(k, x, s, None))(keys, xs, states)
-    return jax.vmap(run_one)(keys, xs, states, mask)
+    run = _compiled_scan(learner.update, _resolve_trace(trace), all_valid, mask is not None, True)
+    return run(keys, xs, states, mask, step_offset)
 
 
 class ChunkedResult(NamedTuple):
@@ -255,18 +341,21 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs: Union[np.ndarra
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
-    run = jax.jit(lambda k, x, s, m, off: run_stream(learner, k, x, s, mask=m, trace="loss",
-                                                     nonfinite="skip", step_offset=off))
+    run_full = _compiled_scan(learner.update, _trace_loss, True, False, False)
+    run_masked = _compiled_scan(learner.update, _trace_loss, False, True, False)
     start = time.perf_counter()
     n_done, n_valid, total, kept = 0, 0, 0.0, []
     for chunk in _iter_chunks(xs, chunk_size):
         chunk = np.asarray(check_points(chunk, "xs chunk", allow_nonfinite=(nonfinite == "skip")))
         n = chunk.shape[0]
         valid = np.isfinite(chunk).all(axis=1)
-        if n < chunk_size:
-            chunk = np.concatenate([chunk, np.zeros((chunk_size - n, chunk.shape[1]), chunk.dtype)])
-            valid = np.concatenate([valid, np.zeros(chunk_size - n, bool)])
-        state, losses = run(key, chunk, state, valid, n_done)
+        if n == chunk_size and valid.all():
+            state, losses = run_full(key, chunk, state, None, n_done)
+        else:
+            if n < chunk_size:
+                chunk = np.concatenate([chunk, np.zeros((chunk_size - n, chunk.shape[1]), chunk.dtype)])
+                valid = np.concatenate([valid, np.zeros(chunk_size - n, bool)])
+            state, losses = run_masked(key, chunk, state, valid, n_done)
         losses = np.asarray(losses)[:n]
         total += float(losses.astype(np.float64).sum())
         if keep_losses:

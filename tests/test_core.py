@@ -1,6 +1,7 @@
 """Stream drivers: prequential scan, masks, vmapping, chunking, validation."""
 from typing import NamedTuple
 
+import chex
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -153,3 +154,108 @@ def test_chunked_equals_one_call_for_arrays_and_generators(data):
     st_g, res_g = js.run_stream_chunked(L, key, gen, s0, chunk_size=16)
     np.testing.assert_allclose(st_g.mean, st.mean, rtol=1e-6)
     assert res_g.losses is None and res_g.n_points == 55
+
+
+class BigState(NamedTuple):
+    table: jax.Array   # (R, R): a large leaf of which one row changes per round
+    n: jax.Array
+
+
+def big_learner(R=64):
+    """Writes x's mean into row n % R of a large table (like a distance cache)."""
+    def init(key, x0, params=None):
+        return BigState(jnp.zeros((R, R), x0.dtype), jnp.asarray(0, jnp.int32))
+
+    def update(key, s, x):
+        row = jnp.full((R,), jnp.mean(x)) + jax.random.uniform(key, (R,), x.dtype)
+        return BigState(s.table.at[s.n % R].set(row), s.n + 1), MeanInfo(jnp.sum(x), jnp.mean(row))
+
+    return js.StreamLearner(init, update, lambda s, x: s.table[0], lambda s, x: jnp.sum(x), None)
+
+
+def _eqns(jaxpr):
+    """Every equation of a jaxpr, sub-jaxprs (scan, cond, pjit bodies) included."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                sub = getattr(sub, "jaxpr", sub)
+                if hasattr(sub, "eqns"):
+                    yield from _eqns(sub)
+
+
+def _selects_of_shape(fn, shape):
+    jaxpr = jax.make_jaxpr(fn)().jaxpr
+    prims = [e.primitive.name for e in _eqns(jaxpr)]
+    assert "scan" in prims  # the walk does reach the scan body
+    return [e for e in _eqns(jaxpr) if e.primitive.name == "select_n"
+            and any(tuple(o.aval.shape[-2:]) == shape for o in e.outvars)]
+
+
+def test_masked_step_never_selects_the_whole_state(data):
+    """Issue 9 item 1: a round costs what `update` changes, not a pass over every leaf."""
+    R = 64
+    L = big_learner(R)
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    mask = np.arange(55) % 4 != 1
+    # concrete, finite, unmasked: no validity handling at all
+    assert not _selects_of_shape(lambda: js.run_stream(L, key, data[5:], s0), (R, R))
+    # a mask (or traced rows) on one stream: a cond, whose skip branch touches nothing
+    assert not _selects_of_shape(lambda: js.run_stream(L, key, data[5:], s0, mask=mask), (R, R))
+    jaxpr = jax.make_jaxpr(lambda xs: js.run_stream(L, key, xs, s0))(data[5:]).jaxpr
+    assert "cond" in [e.primitive.name for e in _eqns(jaxpr)]
+    assert not [e for e in _eqns(jaxpr) if e.primitive.name == "select_n"
+                and any(tuple(o.aval.shape) == (R, R) for o in e.outvars)]
+    # many streams, unmasked: exactly the selects of a bare vmapped scan of
+    # `update` (vmap of the row write makes its own); with a mask, vmap turns
+    # the cond into a select of every rewritten leaf: the documented cost
+    keys = jax.random.split(key, 3)
+    xs = np.stack([data[5:]] * 3)
+    states = js.init_streams(L, keys, np.stack([data[:5]] * 3))
+
+    def bare(k, x, s):
+        def step(s, inp):
+            s, info = L.update(jax.random.fold_in(k, inp[1]), s, inp[0])
+            return s, info.loss
+        return jax.lax.scan(step, s, (x, jnp.arange(x.shape[0])))
+
+    n_bare = len(_selects_of_shape(lambda: jax.vmap(bare)(keys, jnp.asarray(xs), states), (R, R)))
+    assert len(_selects_of_shape(lambda: js.run_streams(L, keys, xs, states), (R, R))) == n_bare
+    n_masked = len(_selects_of_shape(lambda: js.run_streams(L, keys, xs, states, mask=np.stack([mask] * 3)),
+                                     (R, R)))
+    assert n_masked > n_bare
+
+
+def test_validity_paths_agree_bit_for_bit(data):
+    L = big_learner(8)
+    key = jax.random.key(4)
+    s0 = L.init(key, data[:5])
+    fast = js.run_stream(L, key, data[5:], s0, trace="info")
+    cond_all = js.run_stream(L, key, data[5:], s0, mask=jnp.ones(55, bool), trace="info")  # traced mask
+    jitted = jax.jit(lambda xs: js.run_stream(L, key, xs, s0, trace="info"))(data[5:])
+    chex.assert_trees_all_equal(fast, cond_all, jitted)
+    mask = np.arange(55) % 3 != 0
+    st_m, tr_m = js.run_stream(L, key, data[5:], s0, mask=mask, trace="info")
+    # the reference: a Python loop that learns only the kept rows, with their global round keys
+    s = s0
+    for t in range(55):
+        if mask[t]:
+            s, info = L.update(jax.random.fold_in(key, t), s, jnp.asarray(data[5 + t]))
+            np.testing.assert_array_equal(tr_m.noise[t], info.noise)
+        else:
+            assert tr_m.noise[t] == 0 and tr_m.loss[t] == 0
+    chex.assert_trees_all_equal(st_m, s)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_update_traced_once_per_configuration(data, masked):
+    """`run_stream` reuses its compiled scan: `update` is traced once, not per call."""
+    chex.clear_trace_counter()  # chex counts per code location, across parametrisations
+    L = big_learner(8)
+    L = L._replace(update=chex.assert_max_traces(L.update, n=1))
+    key = jax.random.key(0)
+    s0 = L.init(key, data[:5])
+    mask = (np.arange(55) % 2 == 0) if masked else None
+    for i in range(3):
+        js.run_stream(L, jax.random.key(i), np.roll(data[5:], i, axis=0), s0, mask=mask)
