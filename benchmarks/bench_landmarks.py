@@ -9,15 +9,28 @@ Prints:
    landmarks, random landmarks (mean ± sd over 20 draws), random-online
    (reservoir sample, 20 draws) and farthest-point landmarks. The authors'
    code gives, for k = 2: online ≈ 0.17, initial ≈ 0.23, random ≈ 0.15.
-2. Speed: n = 1000, 2000, 4000 S-curve points with n_L = 100; compile
-   time apart from steady-state time (median of repeats); state memory.
-3. `run_streams` throughput over many streams (stream-updates per second).
-4. A temporal-network example: synthetic ward contacts -> tie-decay
+2. Online quality as a user sees it (``--arrival``): σ of each point embedded
+   at its arrival (unaligned, aligned), with a lag of Δ arrivals (the
+   re-embedding policy: emit x_t's coordinates at t + Δ), and with the final
+   landmarks.
+3. Noise-robust option (``--robust``): σ of the final landmarks for
+   min_support m = 0 (the paper) .. 8 against random landmarks' 10th / 50th /
+   90th percentiles over 50 draws, on the S-curve, a noisy S-curve (0.3),
+   a Swiss roll and very uneven clusters, n_L = 10, 20, 100.
+4. Overhead of the driver (``--overhead``): run_stream against a bare
+   ``lax.scan`` of ``update`` for every metric path (uncached and cached
+   Euclidean, callable, precomputed).
+5. Speed: n = 1000, 2000, 4000 S-curve points with n_L = 100; compile
+   time apart from steady-state time (median of repeats); state memory;
+   batches (``--batches``): 64 streams against one, per stream-update.
+6. Real-data formats (``--real``) on the shipped fixtures (or your files:
+   ``--contacts FILE --prices FILE``): landmark share per year (prices) and
+   hour of day of the landmark times (contacts), as PNGs.
+7. A temporal-network example: synthetic ward contacts -> tie-decay
    networks -> Laplacian spectra -> online landmark MDS with alignment; the
    embedding trajectory is saved as a PNG.
 
-Usage: python benchmarks/bench_landmarks.py [--quick] [--skip-speed]
-       [--png benchmarks/out/landmarks_temporal.png]
+Usage: python benchmarks/bench_landmarks.py [--quick] [--skip-speed] [--only arrival,robust,...]
 Timings are wall-clock on whatever machine runs it; nothing is asserted.
 """
 from __future__ import annotations
@@ -230,20 +243,264 @@ def temporal_network(png):
     print(f"trajectory plot written to {png}")
 
 
+def _sigma_fn(D, k=2):
+    """sigma(idx): normalised stress of the LMDS of all points with landmarks idx (jitted)."""
+    D = jnp.asarray(D, jnp.float32)
+    sq = D ** 2
+
+    @jax.jit
+    def sigma(i):
+        model = LM.lmds_fit(sq[i][:, i], k)
+        return LM.normalized_stress(D, LM.lmds_transform(model, sq[:, i]))
+
+    return sigma
+
+
+def random_percentiles(D, n_L, n_draws=50, seed=1):
+    """10th / 50th / 90th percentiles of σ over `n_draws` random landmark sets."""
+    sigma = _sigma_fn(D)
+    n = D.shape[0]
+    idx = jax.vmap(lambda k: BL.random_landmarks(k, n, n_L))(jax.random.split(jax.random.key(seed), n_draws))
+    r = np.asarray(jax.lax.map(sigma, idx))
+    return np.percentile(r, [10, 50, 90])
+
+
+def robust_streams():
+    """The four streams of the noise-robustness comparison (float32, stream order)."""
+    from jaxstream.embedding import datasets as ED
+    X, _ = datasets.make_s_curve(1000, noise=0.0, random_state=1, sort_by_t=True)
+    yield "S-curve", X.astype(np.float32)
+    X, _ = datasets.make_s_curve(1000, noise=0.3, random_state=1, sort_by_t=True)
+    yield "noisy S-curve 0.3", X.astype(np.float32)
+    X, _ = ED.make_swiss_roll(1200, seed=0)
+    yield "Swiss roll", X.astype(np.float32)
+    X, _ = ED.make_uneven_clusters(1000, seed=0)
+    yield "uneven clusters", X.astype(np.float32)
+
+
+def robust(supports=(0, 1, 2, 3, 5, 8), n_Ls=(10, 20, 100), n_draws=50):
+    """σ of the final landmarks for several min_support values (one vmapped run per n_L) vs random."""
+    print()
+    print(f"Noise-robust option: sigma (k=2, final landmarks, buffer = n) for min_support m against random "
+          f"landmarks' p10/p50/p90 over {n_draws} draws")
+    rows = []
+    for name, X in robust_streams():
+        n = len(X)
+        D = euclid(X)
+        sigma = _sigma_fn(D)
+        for n_L in n_Ls:
+            lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=n)
+            B = len(supports)
+            grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), lrn.params)
+            grid = grid._replace(min_support=jnp.array(supports, jnp.int32))
+            keys = jax.random.split(jax.random.key(0), B)
+            st = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
+            fin, _ = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace=None))(
+                keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)
+            on = [float(sigma(jnp.asarray(LM.landmarks(jax.tree_util.tree_map(lambda a: a[b], fin))[1])))
+                  for b in range(B)]
+            p10, p50, p90 = random_percentiles(D, n_L, n_draws)
+            ini = float(sigma(jnp.arange(n_L)))
+            rows.append((name, n_L, p10, p50, p90, ini, on))
+            print(f"{name:18s} n_L={n_L:3d} random {p10:.4f}/{p50:.4f}/{p90:.4f} initial {ini:.4f} | "
+                  + " ".join(f"m={m}:{v:.4f}{'*' if v <= p50 else ' '}" for m, v in zip(supports, on)), flush=True)
+    print("(* = at or below random's median)")
+    return rows
+
+
+def _arrival_sigmas(X, n_L, lags=(0, 10, 50), buffer_size=None):
+    """σ of the at-arrival embeddings (unaligned / aligned, lagged) and of the final landmarks."""
+    D = euclid(X)
+    n = len(X)
+    out = {}
+    for align in (False, True):
+        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=buffer_size or n, align=align, embed_arrivals=True)
+        # trace each step's state *before* the update: its embedding is the one after the previous arrival
+        run = jax.jit(lambda s, xs: jaxstream.run_stream(
+            lrn, jax.random.key(0), xs, s, trace=lambda st, x, info: (info.y, st.embedding)))
+        s0 = lrn.init(jax.random.key(0), X[:1])
+        fin, (Y, embs) = run(s0, X[1:])
+        Y = np.concatenate([np.zeros((1, 2), np.float32), np.asarray(Y)])
+        label = "aligned" if align else "unaligned"
+        out[f"at arrival, {label}"] = float(LM.normalized_stress(D, Y))
+        if align:
+            # lag Δ: x_t's coordinates are emitted at t + Δ with the embedding of that moment
+            # embedding after arrival u: embs[u] (the state before step u, which learns X[u + 1]) for
+            # u <= n - 2, the final one for u = n - 1
+            cat = lambda a, f: np.concatenate([np.asarray(a), np.asarray(f)[None]])
+            W, off = cat(embs.weights, fin.embedding.weights), cat(embs.offset, fin.embedding.offset)
+            slots, msk = cat(embs.slots, fin.embedding.slots), cat(embs.mask, fin.embedding.mask)
+            # slots index the final buffer: nothing is evicted with buffer >= n, so a slot keeps its point
+            P = np.asarray(fin.points, np.float64)
+            for lag in lags[1:]:
+                Yl = np.empty((n, 2))
+                for t in range(n):
+                    e = min(t + lag, n - 1)  # x_t's coordinates are emitted after arrival t + lag
+                    sq = ((X[t][None].astype(np.float64) - P[slots[e]]) ** 2).sum(-1) * msk[e]
+                    Yl[t] = sq @ W[e] + off[e]
+                out[f"lag {lag}, aligned"] = float(LM.normalized_stress(D, Yl))
+        out["final landmarks"] = float(LM.normalized_stress(D, lrn.predict(fin, X)))
+    return out
+
+
+def arrival(lags=(0, 10, 50, 200)):
+    print()
+    print("Online quality as a user sees it: sigma of each point's coordinates at its arrival (after its update),")
+    print("unaligned / aligned (Procrustes), emitted with a lag of D arrivals (re-embedding policy), and with the "
+          "final landmarks; buffer = n, k = 2")
+    from jaxstream.embedding import datasets as ED
+    Xs = {"S-curve n=1000": s_curve(1000)[0], "Swiss roll n=1200": ED.make_swiss_roll(1200, seed=0)[0].astype(np.float32)}
+    for name, X in Xs.items():
+        for n_L in (20, 100):
+            r = _arrival_sigmas(X, n_L, lags)
+            print(f"{name:18s} n_L={n_L:3d} " + "  ".join(f"{k}: {v:.3f}" for k, v in r.items()), flush=True)
+
+
+def overhead(N=1500, repeats=5):
+    """run_stream vs a bare lax.scan of update, per metric path (the issue's N = 1500, n_L = 100)."""
+    from jax import lax
+    print()
+    print(f"Driver overhead: run_stream (jitted, trace=None) vs bare lax.scan of update, S-curve n=N={N}, n_L=100; "
+          "min over repeats, us per point")
+    X, _ = s_curve(N)
+    Dm = euclid(X).astype(np.float32)
+    metric = lambda a, b: jnp.sqrt(jnp.sum((a - b) ** 2))
+    paths = {"euclidean (uncached)": (dict(), X), "euclidean cached": (dict(cache_distances=True), X),
+             "callable (cached)": (dict(metric=metric), X),
+             "precomputed": (dict(metric="precomputed", distances=Dm), LM.index_stream(N).astype(np.float32)),
+             "euclidean + align": (dict(align=True), X)}
+    for name, (kw, items) in paths.items():
+        lrn = LM.landmark_mds(100, n_components=2, buffer_size=N, **kw)
+        s0 = lrn.init(jax.random.key(0), items[:1])
+        xs = jnp.asarray(items[1:])
+        rs = jax.jit(lambda s, xs: jaxstream.run_stream(lrn, jax.random.key(0), xs, s, trace=None)[0])
+
+        def bare(s, xs):
+            def f(s, inp):
+                x, t = inp
+                return lrn.update(jax.random.fold_in(jax.random.key(0), t), s, x)[0], None
+            return lax.scan(f, s, (xs, jnp.arange(xs.shape[0])))[0]
+
+        bare = jax.jit(bare)
+        a = time_call(rs, s0, xs, repeats=repeats)[2]
+        b = time_call(bare, s0, xs, repeats=repeats)[2]
+        print(f"  {name:22s} run_stream {a / (N - 1) * 1e6:7.1f}  bare scan {b / (N - 1) * 1e6:7.1f}  "
+              f"ratio {a / b:5.2f}", flush=True)
+
+
+def batches(B=64, T=400, n_L=20, N=200, repeats=3):
+    """B streams against one, per stream-update, with case 3, eigh and alignment on every stream."""
+    print()
+    print(f"Batches: run_streams of B={B} S-curves (random_state r, ordered) vs one, T={T}, n_L={n_L}, buffer={N}; "
+          "us per stream-update (min over repeats)")
+    Xs = np.stack([datasets.make_s_curve(T + 1, random_state=r, sort_by_t=True)[0] for r in range(B)])
+    Xs = Xs.astype(np.float32)
+    for align in (False, True):
+        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, align=align)
+        one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info")[1].case)
+        many = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info")[1].case)
+        keys = jax.random.split(jax.random.key(0), B)
+        st = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+        s1 = lrn.init(keys[0], Xs[0, :1])
+        t1 = time_call(one, keys[0], Xs[0, 1:], s1, repeats=repeats)[2]
+        tb = time_call(many, keys, Xs[:, 1:], st, repeats=repeats)[2]
+        cases = np.asarray(many(keys, Xs[:, 1:], st))
+        any3 = (cases == 3).any(0).mean()
+        own3 = (cases == 3).mean()
+        print(f"  align={str(align):5s} one stream {t1 / T * 1e6:7.1f}   B={B}: {tb / (B * T) * 1e6:7.1f} per "
+              f"stream-update  ratio {tb / B / t1:5.2f}   case 3 on {own3:.0%} of a stream's steps, on {any3:.0%} "
+              "of steps for some stream", flush=True)
+
+
+def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
+    """The paper's two real-data pipelines on the shipped fixtures (or the user's files), with its plots."""
+    from jaxstream.embedding import datasets as ED
+    outdir = outdir or os.path.join(os.path.dirname(__file__), "out")
+    print()
+    c = ED.load_contacts(contacts or ED.fixture_path("contacts"))
+    times, S = ED.tie_decay_spectra(c, 1.0 / 3600.0)
+    S = S.astype(np.float32)
+    lrn = LM.landmark_mds(20, n_components=2, buffer_size=len(S), align=True)
+    fin, info = jax.jit(lambda s, xs: jaxstream.run_stream(lrn, jax.random.key(0), xs, s, trace="info"))(
+        lrn.init(jax.random.key(0), S[:1]), S[1:])
+    added = np.asarray(info.added)
+    ever = np.unique(np.concatenate([[0], added[added >= 0]]))
+    final = LM.landmarks(fin)[1]
+    D = euclid(S)
+    sig = float(LM.normalized_stress(D, lrn.predict(fin, S)))
+    hours = (times / 3600.0 + start_hour) % 24.0  # start_hour: clock time of t = 0 (fixture: midnight)
+    print(f"contacts ({'fixture' if contacts is None else contacts}): {len(c.t)} contacts, {c.n_nodes} nodes, "
+          f"{len(times)} snapshots at event times (decay 1/h), n_L=20, buffer={len(S)}: sigma={sig:.4f}, "
+          f"landmarks ever {len(ever)}, swaps {int(np.asarray(info.replaced).sum())}")
+    pt = ED.load_prices(prices or ED.fixture_path("prices"))
+    V = ED.minmax_scale(pt.prices).astype(np.float32)
+    lrn2 = LM.landmark_mds(10, n_components=2, buffer_size=max(len(V), 11))
+    fin2, info2 = jax.jit(lambda s, xs: jaxstream.run_stream(lrn2, jax.random.key(0), xs, s, trace="info"))(
+        lrn2.init(jax.random.key(0), V[:1]), V[1:])
+    years = pt.dates.astype("datetime64[Y]").astype(int) + 1970
+    a2 = np.asarray(info2.added)
+    ever2 = np.unique(np.concatenate([[0], a2[a2 >= 0]]))
+    final2 = LM.landmarks(fin2)[1]
+    sig2 = float(LM.normalized_stress(euclid(V), lrn2.predict(fin2, V)))
+    uy = np.unique(years)
+    share = [np.isin(np.flatnonzero(years == y), final2).sum() / 10.0 for y in uy]
+    print(f"prices ({'fixture' if prices is None else prices}): {len(V)} days x {V.shape[1]} tickers, n_L=10, "
+          f"buffer={len(V)}: sigma={sig2:.4f}; final landmarks per year "
+          + ", ".join(f"{y}: {s:.0%}" for y, s in zip(uy, share)))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    os.makedirs(outdir, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    axes[0].bar(uy, share, color="C0", label="final landmarks")
+    axes[0].plot(uy, [np.isin(np.flatnonzero(years == y), ever2).sum() / len(ever2) for y in uy], "ko-",
+                 label="every landmark ever chosen")
+    axes[0].set(xlabel="year", ylabel="share of landmarks", title="prices: landmark share per year (n_L = 10)")
+    axes[0].legend(fontsize=8)
+    axes[1].hist(hours[ever], bins=np.arange(25), color="C1", alpha=0.8, label="every landmark ever chosen")
+    axes[1].hist(hours[final], bins=np.arange(25), color="C3", label="final landmarks")
+    axes[1].set(xlabel="hour of day", ylabel="landmark snapshots", title="contacts: hour of day of landmark times",
+                xlim=(0, 24))
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    png = os.path.join(outdir, "landmarks_real_data.png")
+    fig.savefig(png, dpi=100)
+    print(f"plots written to {png}")
+    return fig
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer draws and sizes")
-    ap.add_argument("--skip-speed", action="store_true")
-    ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated parts: quality,arrival,robust,overhead,speed,"
+                    "batches,real,temporal (default: all)")
+    ap.add_argument("--contacts", default=None, help="a SocioPatterns contact list (t i j Si Sj)")
+    ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
     ap.add_argument("--png", default=os.path.join(os.path.dirname(__file__), "out", "landmarks_temporal.png"))
     args = ap.parse_args()
-    print(f"jax {jax.__version__}, devices {jax.devices()}")
-    if not args.skip_quality:
+    parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
+                                                         "batches", "real", "temporal"}
+    print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    if "quality" in parts:
         quality(5 if args.quick else 20)
-    if not args.skip_speed:
+    if "arrival" in parts:
+        arrival()
+    if "robust" in parts:
+        robust(n_draws=20 if args.quick else 50)
+    if "overhead" in parts:
+        overhead(600 if args.quick else 1500)
+    if "speed" in parts:
         speed(args.quick)
         many_streams(args.quick)
-    temporal_network(args.png)
+    if "batches" in parts:
+        batches(T=100 if args.quick else 400)
+    if "real" in parts:
+        real_data(args.contacts, args.prices)
+    if "temporal" in parts:
+        temporal_network(args.png)
 
 
 if __name__ == "__main__":

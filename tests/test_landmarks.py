@@ -100,7 +100,8 @@ class RefOnline:
             if redundant:
                 rm = min(redundant)  # the earliest arrival
                 support = {u: sum(1 for w in self.buf if w != u and D[u, w] <= e) for u in self.L}
-                weak = [u for u in self.L if support[u] < self.min_support]
+                typical = float(np.median(list(support.values())))
+                weak = [u for u in self.L if support[u] < self.min_support and support[u] < 0.25 * typical]
                 if weak:  # min_support: the least supported landmark goes, ties the earliest
                     rm = min(weak, key=lambda u: (support[u], u))
                 self.L.remove(rm)

@@ -490,7 +490,10 @@ def _case3(small, state: State, cfg: _Cfg) -> _Case3:
     eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), arrival1, valid, eps)
     # min_support: the least supported landmark goes first when some has fewer than m neighbours
     support = jnp.sum(DL1 <= eps_new, axis=1, dtype=jnp.int32) - 1  # each row's own 0 excluded
-    weak = support < state.params.min_support
+    # weak: fewer than m neighbours and fewer than a quarter of a typical landmark's (so that landmarks at
+    # the edge of a region the stream is still filling are not taken for noise)
+    typical = jnp.median(support.astype(DL1.dtype))
+    weak = (support < state.params.min_support) & (support.astype(DL1.dtype) < 0.25 * typical)
     min_sup = jnp.min(jnp.where(weak, support, _IMAX))
     weak_rm = _argmin(jnp.where(weak & (support == min_sup), arrival1, _IMAX))
     rm_row = jnp.where(jnp.any(weak), weak_rm, rm_row)

@@ -26,7 +26,7 @@ def contacts(path):
     c = make_contact_stream(20, 2.0, n_staff=6, rate=0.25, seed=7)
     ids = np.sort(np.random.default_rng(7).choice(np.arange(1000, 1800), 20, replace=False))
     status = np.array(["NUR", "NUR", "NUR", "NUR", "MED", "MED"] + ["PAT"] * 14)
-    sec = (np.floor(c.t * 3600.0 / 20.0) * 20.0).astype(np.int64) + 140000  # 20-second bins, arbitrary origin
+    sec = (np.floor(c.t * 3600.0 / 20.0) * 20.0).astype(np.int64)  # 20-second bins from midnight of day 1
     with open(path, "w") as f:
         for t, a, b in zip(sec, c.i, c.j):
             f.write(f"{t}\t{ids[a]}\t{ids[b]}\t{status[a]}\t{status[b]}\n")
