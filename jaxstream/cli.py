@@ -328,11 +328,17 @@ def run_cluster(args) -> dict:
     losses = np.asarray(info.loss, np.float64)
     k_t = np.asarray(info.n_clusters)
     centers = np.asarray(model.centers)
+    # predict gives each point its cluster's label; labels_ is the label of each row of centers
+    # (stable labels: a cluster keeps its label while others appear and disappear).
+    ids = np.asarray(getattr(model, "labels_", np.arange(centers.shape[0])))
     labels = np.asarray(model.predict(xs))
+    rows = np.argmax(labels[:, None] == ids[None, :], axis=1)
+    if not (labels[:, None] == ids[None, :]).any(axis=1).all():
+        raise RuntimeError("PACBO.predict returned a label that no current centre has")
     figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
-                   n_clusters=int(model.n_clusters), centers=centers, k_over_time=k_t,
+                   n_clusters=int(model.n_clusters), centers=centers, labels=ids, k_over_time=k_t,
                    cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
-                   sizes=np.bincount(labels, minlength=centers.shape[0]), seconds=seconds)
+                   sizes=np.bincount(rows, minlength=centers.shape[0]), seconds=seconds)
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
           "(compile included)")
@@ -341,13 +347,13 @@ def run_cluster(args) -> dict:
     print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
           f"(mean {figures['mean_loss']:.4g} per point)")
     with np.printoptions(precision=3, suppress=True):
-        for j, (c, m) in enumerate(zip(centers, figures["sizes"])):
+        for j, (c, m, i) in enumerate(zip(centers, figures["sizes"], ids)):
             if j == 10:
                 print(f"  ... {centers.shape[0] - 10} more")
                 break
-            print(f"  centre {j}: {c}  ({m} points)")
+            print(f"  centre {j}: {c}  (label {i}, {m} points)")
     if args.out and (plt := _pyplot()) is not None:
-        _plot_cluster(plt, xs, labels, figures, names, args.out, name, losses,
+        _plot_cluster(plt, xs, rows, figures, names, args.out, name, losses,
                       FOUR_MEANS if not args.csv else None)
     return figures
 
@@ -356,14 +362,19 @@ def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth):
     fig = plt.figure(figsize=(11, 5))
     ax = fig.add_subplot(1, 2, 1)
     u, v, xl, yl = _xy(xs, names)
-    ax.scatter(u, v, c=labels, cmap="tab10" if labels.max() < 10 else "tab20", s=12, alpha=0.8)
+    ax.scatter(u, v, c=labels, cmap="tab10" if labels.max() < 10 else "tab20", s=12, alpha=0.8,
+               vmin=0, vmax=9 if labels.max() < 10 else 19)
     c = figures["centers"]
     if xs.shape[1] >= 2:
         ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5,
-                   label=f"PACBO centres (k̂={figures['n_clusters']})")
+                   label=rf"PACBO centres ($\hat{{k}}$={figures['n_clusters']})")
         if truth is not None:
             ax.scatter(truth[:, 0], truth[:, 1], marker="o", s=160, facecolors="none", edgecolors="crimson",
                        linewidths=1.5, label="true means")
+        ax.legend(loc="best", fontsize=8)
+    else:
+        for j, cj in enumerate(c[:, 0]):
+            ax.axhline(cj, color="k", lw=1, ls="--", label="PACBO centres" if j == 0 else None)
         ax.legend(loc="best", fontsize=8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
@@ -371,7 +382,7 @@ def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth):
     t = np.arange(1, len(losses) + 1)
     ax1 = fig.add_subplot(2, 2, 2)
     ax1.step(t, figures["k_over_time"], where="post", color="C0")
-    ax1.set_ylabel("k̂_t")
+    ax1.set_ylabel(r"$\hat{k}_t$")
     ax1.set_title("number of clusters over time", fontsize=10)
     ax1.grid(alpha=0.3)
     ax2 = fig.add_subplot(2, 2, 4, sharex=ax1)

@@ -98,7 +98,8 @@ def test_cluster_on_npy(good_runs, data_dir):
     k = _figure(r"PACBO: (\d+) clusters after 80 rounds", out)
     assert 1 <= k <= 8
     assert re.search(r"k̂ over time: t=8: \d+, .* t=80: %d" % k, out)
-    assert len(re.findall(r"centre \d+: \[", out)) == k
+    sizes = [int(m) for m in re.findall(r"centre \d+: \[.*\]  \(label \d+, (\d+) points\)", out)]
+    assert len(sizes) == k and sum(sizes) == 80  # every point is in one printed cluster
 
 
 def test_embed_default(good_runs, data_dir):
