@@ -192,6 +192,19 @@ def _need_rows(xs, n, what):
         raise InputError(f"the stream has {xs.shape[0]} point(s); {what} needs at least {n}")
 
 
+def _save_state(args, model, state, name, names):
+    """--save-state: the learned state as a checkpoint (see `jaxstream.checkpoint`)."""
+    if not args.save_state:
+        return
+    from . import checkpoint
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("save_state", "out", "csv", "columns") and isinstance(v, (int, float, str, bool))}
+    checkpoint.save(args.save_state, model.learner, state,
+                    metadata=dict(command=args.command, data=name, columns=list(names), options=options))
+    print(f"state: {args.save_state} (jaxstream.checkpoint.load(path, learner) with a learner of "
+          f"the same configuration: {model.learner.config})")
+
+
 # ---------------------------------------------------------------------------
 # Pictures
 # ---------------------------------------------------------------------------
@@ -264,6 +277,7 @@ def run_curve(args) -> dict:
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
     print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
+    _save_state(args, model, model.state, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
     return figures
@@ -352,6 +366,7 @@ def run_cluster(args) -> dict:
                 print(f"  ... {centers.shape[0] - 10} more")
                 break
             print(f"  centre {j}: {c}  (label {i}, {m} points)")
+    _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_cluster(plt, xs, rows, figures, names, args.out, name, losses,
                       FOUR_MEANS if not args.csv else None)
@@ -447,6 +462,7 @@ def run_embed(args) -> dict:
     print(f"normalised stress of the {k}-D embedding: {stress:.4f} "
           f"({'all' if len(idx) == xs.shape[0] else 'a sample of'} {len(idx)} points, all pairs)")
     print(f"normalised stress over landmark pairs: {l_stress:.4f}")
+    _save_state(args, model, model.state, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, args.out, name)
     return figures
@@ -539,6 +555,8 @@ def _common(p, out):
     g.add_argument("--out", default=out, metavar="PNG", help=f"picture to write (default: {out}; '' for none)")
     g.add_argument("--seed", type=int, default=0, help="seed of the learner's PRNG key (default: 0)")
     g.add_argument("--float64", action="store_true", help="compute in float64 (jax_enable_x64)")
+    g.add_argument("--save-state", metavar="FILE",
+                   help="also save the learned state as a checkpoint (jaxstream.checkpoint.load reads it)")
 
 
 HELP_EPILOG = "Bad data files give one error line on stderr and exit status 2."

@@ -67,7 +67,8 @@ def good_runs(data_dir):
              "--history-size", 64, "--out", d / "curve.png", "--seed", 3),
         _cmd("cluster", "--csv", d / "groups.npy", "--n-steps", 30, "--max-clusters", 8,
              "--history-size", 64, "--out", d / "cluster.png"),
-        _cmd("embed", "--n", 300, "--max-landmarks", 20, "--out", d / "embed.png"),
+        _cmd("embed", "--n", 300, "--max-landmarks", 20, "--out", d / "embed.png", "--float64",
+             "--save-state", d / "embed.ckpt"),
     ]
     return dict(zip(["curve", "cluster", "embed"], _run_all(cmds, d)))
 
@@ -108,6 +109,14 @@ def test_embed_default(good_runs, data_dir):
     assert _figure(r"landmarks: (\d+) kept after 300 arrivals", out) == 20
     stress = _figure(r"normalised stress of the 2-D embedding: (\S+)", out)
     assert 0 < stress < 0.5  # a 2-D MDS of the S-curve keeps its large-scale shape
+    # --save-state wrote a checkpoint that loads into an equal learner (float64: --float64)
+    import jax
+    import jaxstream as js
+    from jaxstream import checkpoint
+    with jax.enable_x64(True):
+        state, meta = checkpoint.load(data_dir / "embed.ckpt", js.landmark_mds(20, n_components=2))
+        assert int(np.asarray(state.is_landmark).sum()) == 20 and state.points.dtype == np.float64
+    assert meta["command"] == "embed" and meta["options"]["seed"] == 0 and meta["columns"] == ["x", "y", "z"]
 
 
 BAD_FILES = {
