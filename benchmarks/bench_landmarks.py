@@ -278,7 +278,7 @@ def robust_streams():
     yield "uneven clusters", X.astype(np.float32)
 
 
-def robust(supports=(0, 1, 2, 3, 5, 8), n_Ls=(10, 20, 100), n_draws=50):
+def robust(supports=(0, 1, 2, 4, 8), n_Ls=(10, 20, 100), n_draws=50):
     """σ of the final landmarks for several min_support values (one vmapped run per n_L) vs random."""
     print()
     print(f"Noise-robust option: sigma (k=2, final landmarks, buffer = n) for min_support m against random "
@@ -448,8 +448,6 @@ def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
           f"buffer={len(V)}: sigma={sig2:.4f}; final landmarks per year "
           + ", ".join(f"{y}: {s:.0%}" for y, s in zip(uy, share)))
     try:
-        import matplotlib
-        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return
@@ -481,6 +479,11 @@ def main():
     ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
     ap.add_argument("--png", default=os.path.join(os.path.dirname(__file__), "out", "landmarks_temporal.png"))
     args = ap.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only (a notebook importing this module keeps its inline backend)
+    except ImportError:
+        pass
     parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
                                                          "batches", "real", "temporal"}
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")

@@ -833,17 +833,13 @@ def test_wrapper_chunked_path_equals_functional_run():
 
 
 def test_default_buffer_is_documented_window():
+    """The default buffer holds max(1024, 10 n_L) points (no longer a silent 100-point window at n_L = 10);
+    what happens when it is full (the oldest non-landmark is evicted) is tested above on a small buffer."""
     assert LM.online.default_buffer_size(10) == 1024 and LM.online.default_buffer_size(200) == 2000
-    lrn = LM.landmark_mds(10, n_components=1)
-    assert lrn.config["buffer_size"] == 1024
-    # the buffer is a window of recent non-landmark points: the first eviction comes at arrival 1024
-    n = 1030
-    X = np.linspace(0.0, 1.0, n)[:, None].astype(np.float32)
-    s, info = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))(
-        jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
-    ev = np.asarray(info.evicted)
-    assert np.all(ev[:1023] == -1) and np.all(ev[1023:] >= 0)
-    assert int(np.asarray(s.valid).sum()) == 1024
+    assert LM.landmark_mds(10, n_components=1).config["buffer_size"] == 1024
+    assert jaxstream.LandmarkMDS(10).learner.config["buffer_size"] == 1024
+    assert LM.landmark_mds(10, buffer_size=50).config["buffer_size"] == 50
+    assert "window" in LM.landmark_mds.__doc__ and "default_buffer_size" in LM.landmark_mds.__doc__
 
 
 def test_config_records_static_arguments():

@@ -111,7 +111,13 @@ class Params(NamedTuple):
         the redundant one. An isolated point that became a landmark is thus
         dropped at the next swap instead of being kept until ε reaches it;
         the landmarks then dominate every point except those in
-        neighbourhoods of fewer than m points.
+        neighbourhoods of fewer than m points. "Weak" also requires fewer
+        than a quarter of the median landmark's support, so that landmarks
+        at the edge of a region the stream is still filling are kept.
+        Measured (``benchmarks/bench_landmarks.py --only robust``): m = 4
+        lowers σ on the S-curve, the noisy S-curve and the Swiss roll for
+        n_L >= 20 but raises it on very uneven clusters (a small cluster
+        looks like noise), so it is not the default.
     """
 
     eps0: Array
