@@ -118,7 +118,7 @@ def soak(name, learner, blocks, x_init, *, n, chunk, seed=0):
     key = jax.random.key(seed)
     state = learner.init(key, x_init)
     times, marks = [], {}
-    losses_first, losses_last = [], []
+    sums = dict(first=0.0, n_first=0, last=0.0, n_last=0)
     tenth = max(n // 10, 1)
 
     compiles, sizes, rss, live = [], [], [], []
@@ -132,11 +132,16 @@ def soak(name, learner, blocks, x_init, *, n, chunk, seed=0):
         live.append(device_bytes()[0])
         if len(times) == 1:
             marks["start"] = (host_rss_mb(), device_bytes(), _COMPILES[0])
+        # Sums only: on CPU np.asarray(jax_array) is a view that would keep each chunk's buffer alive.
         start = n_done - len(chunk_losses)
         if start < tenth:
-            losses_first.append(chunk_losses[: max(0, tenth - start)])
+            first = np.asarray(chunk_losses[: max(0, tenth - start)], np.float64)
+            sums["first"] += first.sum()
+            sums["n_first"] += first.size
         if n_done > n - tenth:
-            losses_last.append(chunk_losses[max(0, len(chunk_losses) - (n_done - (n - tenth))):])
+            last = np.asarray(chunk_losses[max(0, len(chunk_losses) - (n_done - (n - tenth))):], np.float64)
+            sums["last"] += last.sum()
+            sums["n_last"] += last.size
 
     rss0 = host_rss_mb()
     t0 = time.perf_counter()
@@ -153,9 +158,9 @@ def soak(name, learner, blocks, x_init, *, n, chunk, seed=0):
     steady = per_chunk[1:n_full]  # full chunks after the first (compiled) one
     early = statistics.median(steady[:5]) if len(steady) else float("nan")
     late = statistics.median(steady[-5:]) if len(steady) >= 6 else float("nan")
-    f_mean = float(np.concatenate(losses_first).mean()) if losses_first else float("nan")
-    l_mean = float(np.concatenate(losses_last).mean()) if losses_last else float("nan")
-    print(f"\n== {name}: {res.n_points:,} points in {len(per_chunk)} chunks of {chunk} "
+    f_mean = sums["first"] / sums["n_first"] if sums["n_first"] else float("nan")
+    l_mean = sums["last"] / sums["n_last"] if sums["n_last"] else float("nan")
+    print(f"\n== {name} {learner.config or ''}: {res.n_points:,} points in {len(per_chunk)} chunks of {chunk} "
           f"({res.seconds:.1f} s) ==")
     mid = len(rss) // 2
     print(f"host RSS: {rss0:.0f} MiB before init, {rss_start:.0f} MiB after chunk 1, {rss[mid]:.0f} MiB after "
@@ -191,17 +196,17 @@ def main(argv=None):
     rng = np.random.default_rng(123)
     if "slpc" in args.learners:
         x_init = next(cubic_blocks(20, 20, seed=99))
-        soak("slpc (max_segments=50, history 512)", js.slpc(), cubic_blocks(args.n, 10_000),
+        soak("slpc", js.slpc(), cubic_blocks(args.n, 10_000),
              x_init, n=args.n, chunk=args.chunk)
     if "pacbo" in args.learners:
         n = args.n_pacbo or args.n
         x_init = FOUR[rng.integers(0, 4, 20)] + rng.standard_normal((20, 2)).astype(np.float32)
-        soak(f"pacbo (max_clusters=50, history 256, {args.pacbo_steps} MCMC steps)",
+        soak("pacbo",
              js.pacbo(50, 256, args.pacbo_steps), four_group_blocks(n, 10_000), x_init, n=n,
              chunk=args.chunk)
     if "landmarks" in args.learners:
         x_init = s_curve_blocks(20, 20, seed=99).__next__()
-        soak("landmark_mds (100 landmarks, buffer 1000)", js.landmark_mds(100), s_curve_blocks(args.n, 10_000),
+        soak("landmark_mds", js.landmark_mds(100), s_curve_blocks(args.n, 10_000),
              x_init, n=args.n, chunk=args.chunk)
 
 
