@@ -588,8 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: calibrated)")
     p.add_argument("--eta-scale", type=_positive_float, metavar="A",
                    help="multiplier of the learning rate of the perturbed leader (default: calibrated)")
-    p.add_argument("--delta", type=_nonneg_float, metavar="D",
-                   help="lattice spacing of the vertices, in data units (default: from the data's scale)")
+    p.add_argument("--delta", type=_positive_float, metavar="D",
+                   help="lattice spacing of the vertices, relative to the spread of the initial points "
+                        "(see jaxstream.slpc; default: the learner's)")
     _common(p, "curve.png")
 
     p = sub.add_parser(
