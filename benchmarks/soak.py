@@ -34,7 +34,6 @@ import time
 
 import numpy as np
 import jax
-import jax.numpy as jnp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import jaxstream as js  # noqa: E402

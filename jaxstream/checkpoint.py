@@ -53,7 +53,6 @@ imported on demand); loading never imports anything else.
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import os
 import sys
@@ -263,6 +262,9 @@ def save(path, learner, state, *, metadata: Optional[dict] = None,
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a checkpoint is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -270,6 +270,9 @@ def test_failed_write_keeps_the_previous_checkpoint(slpc_saved, tmp_path, monkey
     monkeypatch.undo()
     assert checkpoint.load(target, learner)[1] == {"v": 1}
     assert os.listdir(tmp_path) == ["atomic.ckpt"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(target).st_mode & 0o777 == 0o666 & ~umask
 
 
 _WRITER = textwrap.dedent("""
