@@ -37,3 +37,60 @@ def test_devices_argument_is_checked():
         js.run_streams(L, keys, x, js.init_streams(L, keys, x), devices=[])
     with pytest.raises(ValueError, match="twice"):
         js.run_streams(L, keys, x, js.init_streams(L, keys, x), devices=[jax.devices()[0]] * 2)
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_through_jax_distributed(tmp_path):
+    """Two local processes (one CPU device each) joined by jax.distributed:
+    each runs its share of the streams; gathered results equal one process
+    running the same blocks, bit for bit."""
+    import numpy as np
+    from test_core import big_learner, mean_learner
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "_distributed_worker.py"), str(i), port,
+                               str(tmp_path / f"out{i}.npz")], env=_env(XLA_FLAGS=""), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=240)[0])
+    finally:
+        for p in procs:  # the test stops by itself even if a worker hangs
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert all(p.returncode == 0 for p in procs), "\n----\n".join(l[-3000:] for l in logs)
+    got = [dict(np.load(tmp_path / f"out{i}.npz")) for i in range(2)]
+    for k in got[0]:
+        if not k.startswith("local"):
+            np.testing.assert_array_equal(got[0][k], got[1][k], err_msg=k)
+    # the reference: one process, one device, on each device's block of the padded batch (B=5 -> 6 = 2 x 3)
+    rng = np.random.default_rng(0)
+    B = 5
+    X = rng.normal(size=(B, 30, 3)).astype(np.float32)
+    mask = np.arange(25)[None] < rng.integers(3, 26, B)[:, None]
+    keys = jax.random.split(jax.random.key(1), B)
+    pad = lambda a: np.concatenate([np.asarray(a), np.asarray(a)[:1]])
+    kd = pad(jax.random.key_data(keys))
+    ref = {}
+    for lo in (0, 3):
+        k = jax.random.wrap_key_data(kd[lo:lo + 3])
+        L = mean_learner()
+        s = js.init_streams(L, k, pad(X[:, :5])[lo:lo + 3])
+        st, tr = js.run_streams(L, k, pad(X[:, 5:])[lo:lo + 3], s, mask=pad(mask)[lo:lo + 3], trace="info")
+        Lb = big_learner(8)
+        sb, trb = js.run_streams(Lb, k, pad(X[:, 5:])[lo:lo + 3], js.init_streams(Lb, k, pad(X[:, :5])[lo:lo + 3]))
+        for name, v in dict(mean=st.mean, n=st.n, loss=tr.loss, noise=tr.noise, table=sb.table, big_loss=trb).items():
+            ref.setdefault(name, []).append(np.asarray(v))
+    for name, blocks in ref.items():
+        np.testing.assert_array_equal(got[0][name], np.concatenate(blocks)[:B], err_msg=name)
+    # gather=False: process i holds rows 2i, 2i+1 of the 4 streams
+    for i in range(2):
+        np.testing.assert_array_equal(got[i]["local_rows"], [2 * i, 2 * i + 2])
+        assert got[i]["local_mean"].shape == (2, 3)
