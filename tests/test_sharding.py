@@ -94,3 +94,39 @@ def test_two_processes_through_jax_distributed(tmp_path):
     for i in range(2):
         np.testing.assert_array_equal(got[i]["local_rows"], [2 * i, 2 * i + 2])
         assert got[i]["local_mean"].shape == (2, 3)
+
+
+def _x0_and_stream(n=200, seed=0):
+    import numpy as np
+    X = np.random.default_rng(seed).normal(size=(n + 8, 3)).astype(np.float32)
+    return X[:8], X
+
+
+def test_chunked_resume_after_a_kill_equals_one_run(tmp_path):
+    """Issue 11 item 2 (chunked part): kill a run mid-way, resume from its
+    checkpoint, get the uninterrupted result bit for bit."""
+    import numpy as np
+    x0, X = _x0_and_stream()
+    data = tmp_path / "stream.npy"
+    np.save(data, X)  # the worker learns all of X (x0 = its first rows also initialise)
+    ckpt = tmp_path / "run.ckpt"
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "_chunked_worker.py"), str(data), str(ckpt)],
+                          env=_env(XLA_FLAGS=""), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]  # SIGKILL, mid-run
+    from jaxstream import checkpoint
+    L = js.landmark_mds(4, buffer_size=12)
+    key = jax.random.key(5)
+    _, meta = checkpoint.load(ckpt, L)
+    assert meta["n_done"] == 4 * 16  # the last checkpoint before the kill (chunk 5 was lost)
+    s0 = L.init(key, x0)
+    st_r, res_r = js.run_stream_chunked(L, key, str(data), s0, chunk_size=16, keep_losses=True,
+                                        checkpoint=ckpt, checkpoint_every=2, resume=True)
+    st, tr = js.run_stream(L, key, X, s0)
+    import chex
+    chex.assert_trees_all_equal(st_r, st)
+    np.testing.assert_array_equal(res_r.losses, tr)
+    assert res_r.n_points == X.shape[0]
+    # a checkpoint written for another key is refused
+    with pytest.raises(ValueError, match="another key"):
+        js.run_stream_chunked(L, jax.random.key(6), str(data), s0, chunk_size=16, keep_losses=True,
+                              checkpoint=ckpt, resume=True)
