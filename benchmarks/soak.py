@@ -8,10 +8,13 @@ block by block (it never exists as a whole on the host) and learned with
   device's ``memory_stats()["bytes_in_use"]`` where the backend reports it;
   CPU does not) at the start (after the first chunk, so compiled code and the
   state are allocated) and at the end, and the peak host RSS;
-* traces of ``update`` (a Python counter in its body: >1 means a retrace) and
-  XLA backend compilations after the first chunk (0 expected);
-* seconds per chunk: the first (compile included), the median of chunks 2-6
-  and of the last 5 (no slowdown expected), and points per second;
+* traces of ``update`` (a Python counter in its body): one for the scan of
+  full chunks, one more for the masked scan of a shorter last chunk; XLA
+  backend compilations during the full chunks after the first (0 expected);
+* seconds per chunk: the first (compile included), the median and the
+  fastest chunk of the first and of the last quarter of the other full
+  chunks (no slowdown expected; on a shared machine the fastest is the least
+  disturbed by other jobs), and points per second;
 * the cumulative prequential loss and its mean over the first and last tenth
   of the stream (a sanity check that the learner kept learning).
 
@@ -155,8 +158,13 @@ def soak(name, learner, blocks, x_init, *, n, chunk, seed=0):
     n_full = sum(1 for m in sizes if m == chunk)
     steady_compiles = compiles[max(n_full - 1, 0)] - compiles[0] if n_full else 0
     steady = per_chunk[1:n_full]  # full chunks after the first (compiled) one
-    early = statistics.median(steady[:5]) if len(steady) else float("nan")
-    late = statistics.median(steady[-5:]) if len(steady) >= 6 else float("nan")
+    # Quarters rather than a few chunks: on a shared machine single chunks vary with other jobs;
+    # the fastest chunk of each quarter is the least disturbed.
+    q = max(len(steady) // 4, 1)
+    early = statistics.median(steady[:q]) if len(steady) else float("nan")
+    late = statistics.median(steady[-q:]) if len(steady) >= 2 else float("nan")
+    early_min = steady[:q].min() if len(steady) else float("nan")
+    late_min = steady[-q:].min() if len(steady) >= 2 else float("nan")
     f_mean = sums["first"] / sums["n_first"] if sums["n_first"] else float("nan")
     l_mean = sums["last"] / sums["n_last"] if sums["n_last"] else float("nan")
     print(f"\n== {name} {learner.config or ''}: {res.n_points:,} points in {len(per_chunk)} chunks of {chunk} "
@@ -171,12 +179,14 @@ def soak(name, learner, blocks, x_init, *, n, chunk, seed=0):
     partial = len(sizes) - n_full
     print(f"traces of update: {traces[0]} ({'one scan for full chunks' + (', one masked scan for the last partial chunk' if partial else '')}); "
           f"XLA compilations during full chunks 2..{n_full}: {steady_compiles}, after chunk 1 in all: {compiles_after}")
-    print(f"seconds per chunk: first {per_chunk[0]:.2f} (compile included), median chunks 2-6 {early:.3f}, "
-          f"median last 5 {late:.3f} (ratio late/early {late / early:.2f}); "
+    print(f"seconds per chunk: first {per_chunk[0]:.2f} (compile included); first quarter of the full chunks "
+          f"after it: median {early:.3f}, fastest {early_min:.3f}; last quarter: median {late:.3f}, fastest "
+          f"{late_min:.3f} (late/early: median {late / early:.2f}, fastest {late_min / early_min:.2f}); "
           f"steady state {len(steady) * chunk / max(steady.sum(), 1e-9):,.0f} points/s (full chunks 2..{n_full})")
     print(f"prequential loss: cumulative {res.cumulative_loss:.6g}; mean over the first tenth {f_mean:.4g}, "
           f"over the last tenth {l_mean:.4g}")
-    return dict(traces=traces[0], compiles_after=compiles_after, steady_compiles=steady_compiles, early=early, late=late,
+    return dict(traces=traces[0], compiles_after=compiles_after, steady_compiles=steady_compiles,
+                early=early, late=late, early_min=early_min, late_min=late_min,
                 rss=(rss_start, host_rss_mb()), live=(live_start, live_end))
 
 
