@@ -50,10 +50,12 @@ def _parse_float(text: str):
 
 
 def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
-    """Read the numeric columns of a CSV file with a header row.
+    """Read the numeric columns of a CSV file.
 
     Args:
-      path: CSV file; the rows are the stream in file order.
+      path: CSV file; the rows are the stream in file order. The first line
+        is a header row unless all its cells are numbers (then the columns
+        are named 0, 1, ... and the first line is data).
       columns: names of the columns to use, or None for every column whose
         first non-empty value is a number (then a later cell that is not a
         number is an error, not a reason to drop the column).
@@ -73,6 +75,10 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
             raise InputError(f"{path} is empty (expected a header row and data rows)")
         header = [h.strip() for h in header]
         rows, lines = [], []
+        if all(h != "" and _parse_float(h) is not None for h in header):
+            # No header row (every cell of the first line is a number): columns are named 0, 1, ...
+            rows, lines = [header], [1]
+            header = [str(j) for j in range(len(header))]
         for row in reader:
             if not row or all(c.strip() == "" for c in row):
                 continue
@@ -546,7 +552,7 @@ def _nonneg_float(text):
 def _common(p, out):
     g = p.add_argument_group("data and output")
     g.add_argument("--csv", metavar="FILE",
-                   help="your stream: a CSV file with a header row, or a .npy array of shape (n, d) "
+                   help="your stream: a CSV file (header row optional), or a .npy array of shape (n, d) "
                         "(recognised by its content); rows are learned in file order")
     g.add_argument("--columns", nargs="+", metavar="COL",
                    help="CSV column names (or .npy column indices) to use; default: every numeric column")

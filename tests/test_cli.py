@@ -215,6 +215,16 @@ def test_reader_picks_numeric_columns_and_keeps_order(tmp_path):
         cli.read_points(str(tmp_path / "a.npy"), ["x"])
 
 
+def test_reader_headerless_csv(tmp_path):
+    p = tmp_path / "raw.csv"
+    p.write_text("1.5,2,3\n4,5e-1,6\n")
+    xs, names = cli.read_points(str(p))
+    assert names == ["0", "1", "2"]
+    np.testing.assert_array_equal(xs, [[1.5, 2.0, 3.0], [4.0, 0.5, 6.0]])
+    xs, _ = cli.read_points(str(p), ["2", "0"])
+    np.testing.assert_array_equal(xs, [[3.0, 1.5], [6.0, 4.0]])
+
+
 def test_drop_nonfinite_reports_and_refuses_all_bad(tmp_path, capsys):
     p = tmp_path / "bad.csv"
     p.write_text("x\nnan\ninf\n")
