@@ -12,7 +12,7 @@ rows are the stream, in file order. It prints its figures and writes a PNG.
 
 Bad input (a missing or empty file, unknown columns, text in a numeric
 column, rows with missing/NaN/inf values) is reported as one line on stderr
-with exit status 2.
+with exit status 2; ``JAXSTREAM_DEBUG=1`` shows the traceback instead.
 """
 from __future__ import annotations
 
@@ -565,7 +565,8 @@ def _common(p, out):
                    help="also save the learned state as a checkpoint (jaxstream.checkpoint.load reads it)")
 
 
-HELP_EPILOG = "Bad data files give one error line on stderr and exit status 2."
+HELP_EPILOG = ("Bad data files give one error line on stderr and exit status 2 "
+               "(set JAXSTREAM_DEBUG=1 to see the traceback instead).")
 
 
 def build_parser() -> argparse.ArgumentParser:
