@@ -75,6 +75,8 @@ def main():
         assert_equal(js.run_streams(L, keys, Xn, s4, mask=mask, **kw),
                      blockwise(lambda kd, x, s, m: run1(kd, x, s, mask=m, **kw), 4, B, kd, Xn, s1, mask),
                      f"run_streams masked B={B}")
+        if B != 8:
+            continue  # the padded batch: init and runs above suffice
         # two of the four devices, chosen explicitly
         assert_equal(js.run_streams(L, keys, X[:, 5:], s1, devices=[devs[3], devs[1]]),
                      blockwise(run1, 2, B, kd, X[:, 5:], s1), f"devices=[3, 1] B={B}")

@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 
 import jax
 import pytest
@@ -14,6 +15,10 @@ ROOT = os.path.dirname(HERE)
 
 def _env(**extra):
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cache = os.environ.get("JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache"))
+    if cache:  # the persistent compilation cache of tests/conftest.py, for the subprocesses too
+        env.setdefault("JAX_COMPILATION_CACHE_DIR", cache)
+        env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
     env.update(extra)
     return env
 
