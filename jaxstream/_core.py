@@ -6,6 +6,22 @@ default numeric parameters. Numeric hyper-parameters are stored in the state
 grid of them can be vmapped through `init` and differentiated through, while
 capacities and algorithm variants are static and fixed when the learner is
 built.
+
+Drivers: `run_stream` (one stream, one `lax.scan`), `run_streams` and
+`init_streams` (many streams: vmapped, the stream axis sharded over devices
+and, under `jax.distributed`, over processes), `run_stream_chunked` (a stream
+longer than memory, from an array, a ``.npy``/CSV file or any iterable of
+blocks, with prefetching, a progress bar and checkpoints). Each compiles one
+program per learner configuration, trace and validity mode and reuses it.
+
+Validity (masks, non-finite rows) costs only what it must: a stream known on
+the host to be finite and unmasked runs ``update`` alone; otherwise each round
+is a ``lax.cond`` that leaves the state untouched when the row is skipped.
+Under `vmap` with a batched mask JAX runs both branches and selects, i.e. one
+pass over every state leaf that ``update`` rewrites per round; a learner
+could avoid even that only by taking the validity flag into ``update`` and
+masking its own (small) writes, which the `StreamLearner` shape does not
+offer today.
 """
 from __future__ import annotations
 
