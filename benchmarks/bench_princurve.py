@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxstream import datasets
-from jaxstream.baselines import princurve as pc
+from jaxstream.curves import princurve as pc
 from jaxstream.geometry import polyline_sq_dist
 
 T, T0 = 500, 20

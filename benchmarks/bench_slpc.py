@@ -1,18 +1,21 @@
-"""slpc benchmarks: quality against the paper's figures, speed, many streams.
+"""slpc benchmarks: quality against the paper, baselines and ground truth; equivariance; speed.
 
-Prints:
-  * cubic stream (T=500, seeds 0-9, t0=20, loss summed over rounds 21..500):
-    slpc cumulative loss mean (sd), ground truth on the same rounds, and the
-    sequential Hastie-Stuetzle baseline when --princurve is given
-    (paper: slpc 20.83 (3.23), princurve 26.02, ground truth 2.48;
-    R princurve 2.1.6 on such streams 18.38 (1.13));
-  * seismic box stream: R² of the final curve and prequential R²
-    (paper 0.990);
-  * one stream, T=500 and T=5000: compile time apart from steady state
-    (median of repeats), state size in bytes (set by the capacities, not T);
-  * run_streams over B streams of length T: stream-updates per second.
+Quality (prequential cumulative loss Σ Δ(f̂_t, x_t) over rounds t0+1..T, t0 = 20,
+mean (sd) over seeds; every stream with its ground truth and the trivial
+nearest-past-point baseline, and with --princurve the sequential
+Hastie–Stuetzle baseline refitted every round):
+  * cubic (T=500, seeds 0-9): paper slpc 20.83 (3.23), princurve 26.02, truth 2.48;
+  * Table 2 (6-D, T=200, seeds 0-9): paper slpc 6.797 (0.409), princurve 14.204, truth 3.29;
+  * helix (3-D, 1.5 turns, T=400, seeds 0-9): target ≤ 3× the truth;
+  * seismic box (194 events): segments and final-curve R² (paper 0.990), picture;
+  * scale sweep: the cubic stream ×0.01 … ×1000 and shifted: segments and
+    loss / scale² must not move (equivariance).
+The round is exact (dense, no truncation), so there is no truncation count.
+Speed: one stream T=500/5000 (compile apart from steady state), the round's
+FLOPs and bytes from XLA's cost analysis, run_streams for B=1 and B=128 in
+the same run (stream-updates/s).
 
-Usage: python benchmarks/bench_slpc.py [--quick] [--princurve] [--batches 1 16 256 1024]
+Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png]
 """
 import argparse
 import platform
@@ -27,48 +30,90 @@ from _timing import timed
 from jaxstream import datasets, geometry
 
 
-def quality(args, learner, run):
-    print("== quality: cubic stream, T=500, t0=20, rounds 21..500, seeds 0-9")
-    cum, truth, segs = [], [], []
-    streams = [datasets.make_cubic_stream(500, seed=s, return_truth=True) for s in range(10)]
-    for seed, (xs, gt) in enumerate(streams):
-        xs = xs.astype(np.float32)
-        s0 = learner.init(jax.random.key(seed), xs[:20])
-        s, losses = run(jax.random.key(seed), xs[20:], s0)
-        cum.append(float(np.asarray(losses, np.float64).sum()))
-        truth.append(float(gt[20:].sum()))
-        segs.append(int(s.n_vertices) - 1)
-    print(f"slpc cumulative loss: {np.mean(cum):.2f} ({np.std(cum, ddof=1):.2f})   "
-          f"[paper slpc 20.83 (3.23); R princurve refitted 18.38 (1.13)]")
-    print(f"  per seed: {' '.join(f'{c:.1f}' for c in cum)}; segments: {segs}")
-    print(f"ground truth on the same rounds: {np.mean(truth):.2f} ({np.std(truth, ddof=1):.2f})   [paper 2.48]")
-    if args.princurve:
-        from jaxstream.baselines import princurve
-        pcs = []
+def nearest_past_point(xs, t0=20):
+    return float(sum(((xs[:t] - xs[t]) ** 2).sum(1).min() for t in range(t0, len(xs))))
+
+
+def run_batch(learner, streams, t0=20, seed=0):
+    xs = np.stack(streams).astype(np.float32)
+    keys = jax.random.split(jax.random.key(seed), len(streams))
+    st = js.init_streams(learner, keys, xs[:, :t0])
+    fin, info = js.run_streams(learner, keys, xs[:, t0:], st, trace="info")
+    return fin, info
+
+
+def quality_stream(learner, name, gen, seeds, paper, args, princurve_ok=True):
+    data = [gen(s) for s in seeds]
+    xs = [a for a, _ in data]
+    t = time.perf_counter()
+    fin, info = run_batch(learner, xs)
+    cum = np.asarray(info.loss, np.float64).sum(1)
+    el = time.perf_counter() - t
+    truth = np.array([g[20:].sum() for _, g in data])
+    nn = np.array([nearest_past_point(x) for x in xs])
+    segs = (np.asarray(fin.n_vertices) - 1).tolist()
+    print(f"== {name}: seeds {seeds[0]}-{seeds[-1]} ({el:.0f}s incl. compile)")
+    print(f"  slpc {cum.mean():.2f} ({cum.std(ddof=1):.2f}); per seed {' '.join(f'{c:.1f}' for c in cum)}; "
+          f"segments {segs}")
+    print(f"  ground truth {truth.mean():.2f} ({truth.std(ddof=1):.2f}); slpc/truth {cum.mean() / truth.mean():.2f}; "
+          f"nearest past point {nn.mean():.2f} ({nn.std(ddof=1):.2f}); {paper}")
+    first20 = np.asarray(info.loss, np.float64)[:, :20].sum(1)
+    print(f"  share of the loss in rounds 21-40: {first20.sum() / cum.sum():.0%}")
+    if args.princurve and princurve_ok:
+        from jaxstream.curves import princurve
         t = time.perf_counter()
-        for xs, _ in streams:
-            losses = np.asarray(princurve.sequential_principal_curve_losses(xs.astype(np.float32), t0=20).losses)
-            pcs.append(float(np.nansum(losses[20:])))
-        print(f"sequential princurve (HS, refit every round): {np.mean(pcs):.2f} ({np.std(pcs, ddof=1):.2f}) "
-              f"in {time.perf_counter() - t:.1f}s  [paper 26.02; R 18.38]")
-        print(f"slpc below the baseline on {sum(c < p for c, p in zip(cum, pcs))}/10 streams")
+        pcs = [float(np.nansum(np.asarray(princurve.sequential_principal_curve_losses(
+            x.astype(np.float32), t0=20).losses)[20:])) for x in xs]
+        print(f"  sequential princurve (refit every round) {np.mean(pcs):.2f} ({np.std(pcs, ddof=1):.2f}) "
+              f"[{time.perf_counter() - t:.0f}s]; slpc below it on {sum(c < p for c, p in zip(cum, pcs))}/{len(pcs)}")
 
-    print("== quality: seismic box stream")
+
+def seismic(learner, args):
     xs = datasets.seismic_stream().astype(np.float32)
-    r2, pre, ns = [], [], []
-    for seed in range(5):
-        s0 = learner.init(jax.random.key(seed), xs[:20])
-        s, losses = run(jax.random.key(seed), xs[20:], s0)
-        res = float(geometry.polyline_sq_dist(jnp.asarray(xs), s.vertices, s.n_vertices).sum())
-        r2.append(1 - res / ((xs - xs.mean(0)) ** 2).sum())
-        st = xs[20:]
-        pre.append(1 - float(np.asarray(losses).sum()) / ((st - st.mean(0)) ** 2).sum())
-        ns.append(int(s.n_vertices) - 1)
-    print(f"{len(xs)} events; R² of the final curve {np.mean(r2):.4f} (min {np.min(r2):.4f}) [paper 0.990]; "
-          f"prequential R² {np.mean(pre):.4f}; segments {ns}")
+    fin, info = run_batch(learner, [xs] * 5)
+    tss = ((xs - xs.mean(0)) ** 2).sum()
+    r2, segs, chord = [], [], []
+    for i in range(5):
+        s = jax.tree_util.tree_map(lambda a: a[i], fin)
+        pr = geometry.polyline_projection(jnp.asarray(xs), s.vertices, s.n_vertices)
+        r2.append(1 - float(pr["sqdist"].sum()) / tss)
+        k = int(s.n_vertices) - 1
+        segs.append(k)
+        # the longest segment with no event projecting onto it (a chord across an empty region), in degrees
+        v = np.asarray(s.vertices[: k + 1])
+        used = np.bincount(np.asarray(pr["segment"]), minlength=k)
+        lens = np.linalg.norm(np.diff(v, axis=0), axis=1)
+        chord.append(float(lens[used[:k] == 0].max()) if np.any(used[:k] == 0) else 0.0)
+    pre = 1 - np.asarray(info.loss, np.float64)[:, :].sum(1) / ((xs[20:] - xs[20:].mean(0)) ** 2).sum()
+    print(f"== seismic box: {len(xs)} events, 5 keys")
+    print(f"  final-curve R² {np.mean(r2):.4f} (min {np.min(r2):.4f}) [paper 0.990]; prequential R² {pre.mean():.3f}; "
+          f"segments {segs}; longest segment with no event on it (deg) {[round(c, 1) for c in chord]}")
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, 5, figsize=(18, 6), sharey=True)
+        for i, ax in enumerate(axes):
+            s = jax.tree_util.tree_map(lambda a: a[i], fin)
+            v = np.asarray(s.vertices[: int(s.n_vertices)])
+            ax.scatter(xs[:, 0], xs[:, 1], s=6, c="0.4")
+            ax.plot(v[:, 0], v[:, 1], "r-o", ms=3)
+            ax.set(xlim=(130, 180), ylim=(-70, 30), title=f"key {i}: {segs[i]} segments, R² {r2[i]:.3f}")
+        fig.savefig(args.plot, dpi=70)
+        print(f"  picture: {args.plot}")
 
 
-def speed(args, learner, run_loss):
+def scale_sweep(learner):
+    print("== scale sweep: cubic seeds 0-4, x → a·x + (1000·a, −500·a)")
+    base = [datasets.make_cubic_stream(500, seed=s) for s in range(5)]
+    for a in (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0):
+        fin, info = run_batch(learner, [a * x + np.array([1000.0 * a, -500.0 * a]) for x in base])
+        cum = np.asarray(info.loss, np.float64).sum(1) / a ** 2
+        print(f"  a={a:<7g} loss/a² {cum.mean():.2f} per seed {' '.join(f'{c:.2f}' for c in cum)}; "
+              f"segments {(np.asarray(fin.n_vertices) - 1).tolist()}")
+
+
+def speed(learner, args):
     print("== speed: one stream (cubic), default configuration")
     for T in (500, 5000):
         xs = datasets.make_cubic_stream(T, seed=0).astype(np.float32)
@@ -79,44 +124,52 @@ def speed(args, learner, run_loss):
         compile_s = time.perf_counter() - t
         (s, _), first, steady = timed(compiled, jax.random.key(0), xs[20:], s0)
         state_bytes = sum(x.nbytes for x in jax.tree_util.tree_leaves(s))
-        print(f"T={T}: compile {compile_s:.2f}s, steady state {steady:.3f}s "
-              f"({(T - 20) / steady:,.0f} updates/s, {steady / (T - 20) * 1e6:.0f} us/round), "
+        print(f"  T={T}: compile {compile_s:.2f}s, steady {steady:.3f}s ({steady / (T - 20) * 1e6:.0f} us/round), "
               f"state {state_bytes / 1024:.0f} KiB, segments {int(s.n_vertices) - 1}   "
               f"[R code: {'1.44' if T == 500 else '4.13'}s]")
-    print("== speed: run_streams (stream-updates per second)")
+    cost = jax.jit(learner.update).lower(jax.random.key(0), s0, jnp.asarray(xs[0])).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    flops, nbytes = cost.get("flops", float("nan")), cost.get("bytes accessed", float("nan"))
+    us = steady / (T - 20) * 1e6
+    print(f"  one round (XLA cost analysis): {flops / 1e6:.2f} MFLOP, {nbytes / 1e6:.2f} MB accessed; "
+          f"at {us:.0f} us/round that is {flops / us / 1e3:.2f} GFLOP/s and {nbytes / us / 1e3:.2f} GB/s")
+    print("== speed: run_streams, same run (stream-updates per second)")
     T = args.T_many
-    fn = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s))
     for B in args.batches:
         xs = np.stack([datasets.make_cubic_stream(T, seed=s) for s in range(B)]).astype(np.float32)
         keys = jax.random.split(jax.random.key(1), B)
         states = js.init_streams(learner, keys, xs[:, :20])
-        t = time.perf_counter()
-        compiled = fn.lower(keys, xs[:, 20:], states).compile()
-        compile_s = time.perf_counter() - t
-        _, first, steady = timed(compiled, keys, xs[:, 20:], states, repeats=1 if B >= 256 else 3)
-        print(f"B={B:5d} T={T}: compile {compile_s:.2f}s, steady {steady:.2f}s, "
+        f = lambda: js.run_streams(learner, keys, xs[:, 20:], states)
+        _, first, steady = timed(f, repeats=2)
+        print(f"  B={B:4d} T={T}: first call {first:.2f}s (compile), steady {steady:.2f}s, "
               f"{B * (T - 20) / steady:,.0f} stream-updates/s")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="smaller many-stream runs")
     ap.add_argument("--princurve", action="store_true", help="also run the sequential princurve baseline")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
-    ap.add_argument("--batches", type=int, nargs="*", default=[1, 16, 256, 1024])
-    ap.add_argument("--T-many", type=int, default=5000)
+    ap.add_argument("--plot", default=None, help="write the seismic curves to this PNG")
+    ap.add_argument("--batches", type=int, nargs="*", default=[1, 128])
+    ap.add_argument("--T-many", type=int, default=1000)
     args = ap.parse_args()
-    if args.quick:
-        args.batches, args.T_many = [1, 16, 64], 1000
     dev = jax.devices()[0]
     print(f"jax {jax.__version__} on {dev.platform} ({dev.device_kind}); {platform.processor() or platform.machine()}")
     learner = js.slpc()
-    run = jax.jit(lambda k, x, s: js.run_stream(learner, k, x, s))
     if not args.skip_quality:
-        quality(args, learner, run)
+        quality_stream(learner, "cubic, T=500", lambda s: datasets.make_cubic_stream(500, seed=s, return_truth=True),
+                       list(range(10)), "[paper: slpc 20.83 (3.23), princurve 26.02, truth 2.48; R princurve 18.38]",
+                       args)
+        quality_stream(learner, "Table 2 (6-D), T=200", lambda s: datasets.make_table2_stream(seed=s, return_truth=True),
+                       list(range(10)), "[paper: slpc 6.797 (0.409), princurve 14.204 (R 15.10), truth 3.29]", args)
+        quality_stream(learner, "helix (3-D, 1.5 turns), T=400",
+                       lambda s: datasets.make_helix_stream(seed=s, return_truth=True), list(range(10)),
+                       "[target ≤ 3× truth]", args)
+        seismic(learner, args)
+        scale_sweep(learner)
     if not args.skip_speed:
-        speed(args, learner, run)
+        speed(learner, args)
 
 
 if __name__ == "__main__":

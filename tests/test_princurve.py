@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from scipy.interpolate import BSpline, make_smoothing_spline
 from scipy.optimize import brentq
 
-from jaxstream.baselines import princurve as pc
+from jaxstream.curves import princurve as pc
 from jaxstream.geometry import polyline_sq_dist
 
 N_KNOTS = 40

@@ -1,0 +1,730 @@
+"""Sequential learning of principal curves (slpc): the online learner.
+
+Li & Guedj, "Sequential Learning of Principal Curves: Summarizing Data Streams
+on the Fly", Entropy 2021. A polygonal line with vertices on a lattice
+follows the stream by follow-the-perturbed-leader (FTPL): each round the line
+minimising ``cumulative loss + price(f) − perturbation`` is chosen among a
+neighbourhood of the current line (Algorithm 3).
+
+Design:
+
+* **Standardised units.** `init` takes the mean c of the initial points and
+  their RMS distance s to it; the learner works on u = (x − c)/s (lattice
+  δ·Z^d, R, L in those units) and reports losses in the user's units
+  (s²·Δ). So slpc on a·Q·x + b gives the same line mapped the same way and
+  a²× the losses (bit for bit for power-of-two a; up to rounding for shifts
+  and up to lattice effects for rotations Q).
+* **Complexity priced against the noise** (`objective`): a segment costs
+  h_scale·d·log(n)·σ̂², σ̂² being the residual variance the history holds.
+* **Fast start.** `init` fits the first-principal-component segment, then
+  minimises the same penalised objective offline on the initial points
+  (``init_rounds`` rounds of the local search, each focused on one initial
+  point). ``init="pca"`` keeps the paper's start.
+* **Dense, branch-free round.** The history (``history_size`` rows plus one
+  scratch row for x_t) caches every point's squared distance to every
+  segment slot, ``hist_D[H+1, p]``. A round scores all C candidates ×
+  their W+2 local segments × all H+1 rows with masks: no compaction, no
+  data-dependent loop, no truncation — every candidate's objective is exact.
+  After the choice the cache is shifted by the change in the number of
+  vertices and the winner's W+2 local columns (already computed) are written
+  in. Randomness is one uniform draw per round.
+* **History.** While it has room every point is stored (exact full
+  information). Once full it is a uniform reservoir sample of x_1 … x_{t−1}
+  (Vitter's algorithm R), each stored point standing for n/H points, and
+  x_t always enters the round's objective with weight 1 (the scratch row)
+  before it is offered to the reservoir.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple, Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .. import geometry
+from .._checks import check_capacity, check_point, check_points, is_concrete
+from .._core import StreamLearner
+from . import candidates as cand
+from .candidates import MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_SHIFT, n_candidates  # noqa: F401
+from .objective import (Constants, Params, default_params, learning_rate, noise_price, penalty,  # noqa: F401
+                        theoretical_constants, theory_price)
+
+Array = jax.Array
+
+
+class State(NamedTuple):
+    """slpc state; capacities V = max_segments + 1 and H = history_size.
+
+    Attributes:
+      vertex_idx: (V, d) int32 integer lattice coordinates of the vertices in
+        standardised units (``vertex_idx·δ``); rows >= n_vertices are padding.
+      n_vertices: number of active vertices (K(f̂) + 1).
+      hist_x: (H + 1, d) stored past points, standardised; row H is the
+        scratch row of the current round's point.
+      hist_D: (H + 1, V − 1) squared distance of each row to each segment of
+        the current line (standardised units; inf for inactive segments).
+      hist_r: (H + 1,) each row's squared distance to the segment joining
+        its two nearest earlier points when it arrived: a curve-free noise
+        proxy (see `_noise_level`).
+      n_stored: number of valid rows 0 … H−1.
+      n_seen: number of points learned so far (initial points included).
+      centre: (d,) mean of the initial points.
+      scale: RMS distance of the initial points to their mean.
+      params: resolved `Params`.
+    """
+
+    vertex_idx: Array
+    n_vertices: Array
+    hist_x: Array
+    hist_D: Array
+    hist_r: Array
+    n_stored: Array
+    n_seen: Array
+    centre: Array
+    scale: Array
+    params: Params
+
+    @property
+    def std_vertices(self) -> Array:
+        """(V, d) vertices in standardised units (padding rows included)."""
+        return self.vertex_idx.astype(self.params.delta.dtype) * self.params.delta[..., None, None]
+
+    @property
+    def vertices(self) -> Array:
+        """(V, d) vertices in the data's units (padding rows included)."""
+        return self.centre[..., None, :] + self.scale[..., None, None] * self.std_vertices
+
+
+class Info(NamedTuple):
+    """Per-round diagnostics of `update`.
+
+    Attributes:
+      loss: Δ(f̂_t, x_t), the loss of the line *before* learning x_t (data units).
+      n_segments: K(f̂_{t+1}) after the update.
+      explore: whether the round explored (I_t = 1).
+      move: which kind of candidate won (0 keep, 1 move, 2 insert, 3 delete).
+      sigma2: σ̂², the per-coordinate residual variance the price used (data units).
+    """
+
+    loss: Array
+    n_segments: Array
+    explore: Array
+    move: Array
+    sigma2: Array
+
+
+class Config(NamedTuple):
+    """Static configuration (capacities and variant choices)."""
+
+    max_segments: int = 50
+    history_size: int = 512
+    window: int = 2
+    t0: int = 20
+    explore_steps: int = 3
+    init: str = "fit"
+    init_rounds: int = 100
+    penalty: str = "noise"
+
+
+class Proposal(NamedTuple):
+    """The candidate set of one round (for inspection and tests), data units.
+
+    Attributes:
+      vertices: (C, V, d) full candidate lines; candidate 0 is f̂.
+      n_vertices: (C,) vertex counts.
+      delta_loss: (C,) change of the weighted cumulative loss (history rows
+        weighted n/H once the history is full, x_t weight 1) relative to f̂.
+      price: (C,) the complexity price minus the perturbation.
+      z: (C,) Exp(1) perturbations.
+      objective: (C,) delta_loss + price.
+      feasible: (C,) candidates that may be chosen.
+      move: (C,) move kind.
+      window: (2,) the replaced vertices are window[0] .. window[1] − 1.
+      winner: index of the chosen candidate.
+    """
+
+    vertices: Array
+    n_vertices: Array
+    delta_loss: Array
+    price: Array
+    z: Array
+    objective: Array
+    feasible: Array
+    move: Array
+    window: Array
+    winner: Array
+
+
+# ----------------------------------------------------------------------------
+# init
+
+
+def _standardise(x_init):
+    centre = jnp.mean(x_init, 0)
+    scale = jnp.sqrt(jnp.mean(jnp.sum((x_init - centre) ** 2, 1)))
+    return centre, scale
+
+
+def _pca_segment(u):
+    mean = u.mean(0)
+    cov = (u - mean).T @ (u - mean)
+    _, vecs = jnp.linalg.eigh(cov)
+    axis = vecs[:, -1]
+    # eigh's sign is arbitrary (it can flip under a shift's rounding); orient
+    # the axis so that the first point lies on the start side: equivariant.
+    axis = jnp.where((u[0] - mean) @ axis > 0, -axis, axis)
+    proj = (u - mean) @ axis
+    return jnp.stack([mean + proj.min() * axis, mean + proj.max() * axis])
+
+
+def _segment_table(P, verts, nv):
+    """(n, V−1) squared distances of points P to every segment slot (inf if inactive)."""
+    d2, _ = cand.seg_d2_points(P, verts[:-1], verts[1:])  # (V−1, n)
+    return jnp.where((jnp.arange(verts.shape[0] - 1) < nv - 1)[:, None], d2, jnp.inf).T
+
+
+def _nn_residual(u, P, valid):
+    """Squared distance of u (d,) to the segment joining its two nearest valid rows of P."""
+    d2 = jnp.where(valid, jnp.sum((P - u) ** 2, 1), jnp.inf)
+    i1 = jnp.argmin(d2)
+    i2 = jnp.argmin(d2.at[i1].set(jnp.inf))
+    r, _ = cand.seg_d2_points(u[None], P[i1], P[i2])
+    return jnp.where(jnp.isfinite(d2[i2]), r[0], 0.0)
+
+
+def init(key, x_init: Array, params: Params, config: Config = Config()) -> State:
+    """Initial line from the first points.
+
+    The first-principal-component segment through the initial points
+    (between the two extreme projections, snapped to the lattice); with
+    ``config.init == "fit"`` it is then improved by ``config.init_rounds``
+    rounds of the local search on the initial points themselves (the same
+    penalised objective, minimised offline). All initial points enter the
+    history.
+
+    Args:
+      key: PRNG key (used by the offline fit).
+      x_init: (n0, d) initial points, 2 <= n0 <= history_size.
+      params: `Params` (zeros for auto R and L).
+      config: static `Config`.
+
+    Returns:
+      `State`.
+
+    Raises:
+      ValueError: (concrete inputs) if the initial points are all equal, or
+        if the initial segment is longer than a user-given L.
+    """
+    n0, d = x_init.shape
+    H, V = config.history_size, config.max_segments + 1
+    if n0 > H:
+        raise ValueError(f"history_size={H} cannot hold the {n0} initial points")
+    dt = params.delta.dtype
+    x_init = x_init.astype(dt)
+    centre, scale = _standardise(x_init)
+    if is_concrete(scale) and not float(scale) > 0:
+        raise ValueError("the initial points are all equal: slpc needs some spread to fix its units")
+    scale = jnp.where(scale > 0, scale, 1.0)
+    u = (x_init - centre) / scale
+    r_auto = jnp.max(jnp.linalg.norm(u, axis=1)) / math.sqrt(d)
+    R = jnp.where(params.R > 0, params.R, jnp.maximum(r_auto, params.delta))
+    ends_idx = jnp.round(_pca_segment(u) / params.delta).astype(jnp.int32)
+    len0 = jnp.linalg.norm((ends_idx[1] - ends_idx[0]).astype(dt) * params.delta)
+    L = jnp.where(params.L > 0, params.L, jnp.maximum(0.1 * config.max_segments * d * R, 2.0 * len0))
+    if is_concrete(L) and is_concrete(len0) and float(len0) > float(L):
+        raise ValueError(f"the initial segment has length {float(len0):.4g} (standardised units) > L={float(L):.4g}: "
+                         f"no line is feasible; raise L or leave it automatic (L=0)")
+    params = params._replace(R=R, L=L)
+    vertex_idx = jnp.zeros((V, d), jnp.int32).at[:2].set(ends_idx).at[2:].set(ends_idx[1])
+    hx = jnp.zeros((H + 1, d), dt).at[:n0].set(u)
+    # Leave-one-out: each initial point against the others.
+    others = ~jnp.eye(n0, dtype=bool)
+    r0 = jax.vmap(_nn_residual, in_axes=(0, None, 0))(u, u, others)
+    hr = jnp.zeros((H + 1,), dt).at[:n0].set(r0)
+    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((H + 1, V - 1), dt), hr,
+                  jnp.asarray(n0, jnp.int32), jnp.asarray(n0, jnp.int32), centre, scale, params)
+    state = state._replace(hist_D=_segment_table(hx, state.std_vertices, 2))
+    if config.init == "fit" and config.init_rounds > 0:
+        state = _fit_initial(key, state, n0, config)
+    return state
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _fit_initial(key, state, n0: int, config: Config):
+    # No length price while fitting the first few points: it exists to stop
+    # folds that cover a noise band, which t0 points cannot show, and with it
+    # the initial line stays too short to follow the data.
+    prm = state.params
+
+    def body(i, s):
+        k = jax.random.fold_in(key, i)
+        return _round(k, s, s.hist_x[i % n0], config, store=False)[0]
+
+    state = lax.fori_loop(0, config.init_rounds, body, state._replace(params=prm._replace(length_scale=0.0 * prm.length_scale)))
+    return state._replace(params=prm)
+
+
+# ----------------------------------------------------------------------------
+# predict / loss
+
+
+def loss(state: State, x: Array) -> Array:
+    """Δ(f̂, x): squared distance from x (d,) to the current line (data units)."""
+    u = (x - state.centre) / state.scale
+    return state.scale ** 2 * geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
+
+
+def predict(state: State, x: Array) -> Array:
+    """Projection of points (..., d) onto the current line, shape (..., d)."""
+    flat = (x.reshape(-1, x.shape[-1]) - state.centre) / state.scale
+    pt = geometry.polyline_projection(flat, state.std_vertices, state.n_vertices)["point"]
+    return (state.centre + state.scale * pt).reshape(x.shape)
+
+
+# ----------------------------------------------------------------------------
+# One round, in named stages.
+
+
+class _Draws(NamedTuple):
+    reservoir: Array  # uniform in [0, 1)
+    explore: Array  # bool
+    gumbel: Array  # (V−1,)
+    z: Array  # (C,) Exp(1) for the local candidates
+    z_del: Array  # (V,) Exp(1) for the global deletions
+
+
+def _draw(key, n_segs: int, C: int, epsilon, dt) -> _Draws:
+    """All of a round's randomness from one uniform draw."""
+    tiny = jnp.finfo(dt).tiny
+    u = jax.random.uniform(key, (2 + n_segs + C + n_segs + 1,), dt, minval=tiny)
+    e = -jnp.log(u[2 + n_segs:])
+    return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[2:2 + n_segs])), e[:C], e[C:])
+
+
+def _first_argmin(D, dmin):
+    """Index of the first minimum along the last axis.
+
+    (Not ``D == min(D)``: under jit XLA may fuse the computation of D into
+    both sides and round them differently, and then nothing compares equal.)
+    """
+    del dmin
+    return jnp.argmin(D, -1).astype(jnp.int32)
+
+
+NOISE_QUANTILE = 0.5
+
+
+def _chi2_quantile(k: int, q: float = NOISE_QUANTILE) -> float:
+    """q-quantile of χ²_k (Wilson–Hilferty; exact table for k = 1)."""
+    if k == 1:
+        return float(np.square(_normal_ppf(0.5 + q / 2)))
+    zq = _normal_ppf(q)
+    return k * (1 - 2 / (9 * k) + zq * math.sqrt(2 / (9 * k))) ** 3
+
+
+def _normal_ppf(p: float) -> float:
+    """Inverse standard normal CDF by bisection on math.erf (trace-time only)."""
+    lo, hi = -10.0, 10.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _quantile(v, valid, q: float):
+    n = jnp.sum(valid)
+    srt = jnp.sort(jnp.where(valid, v, jnp.inf))
+    pos = q * jnp.maximum(n - 1, 0).astype(v.dtype)
+    i = jnp.floor(pos).astype(jnp.int32)
+    frac = pos - i
+    return srt[i] * (1 - frac) + srt[jnp.minimum(i + 1, jnp.maximum(n - 1, 0))] * frac
+
+
+# The two-nearest-neighbour residual of a point on a noisy curve is about
+# 1.5 times its residual to the curve (the two neighbours are noisy too).
+NN_INFLATION = 1.5
+
+
+def _noise_level(dmin, r, valid, d: int):
+    """σ̂²: the per-coordinate noise variance the price is measured in.
+
+    Residuals to a curve in R^d with isotropic noise σ² are σ²·χ²_{d−1}, so
+    the median squared residual of the current line, divided by χ²_{d−1}'s
+    median, estimates σ² once the line follows the data. While it does not
+    (the first rounds) that estimate is the misfit, not the noise, and would
+    price out the very vertices that fix it; the same statistic of each
+    point's distance to the chord of its two nearest earlier points needs no
+    curve. σ̂² is the smaller of the two.
+    """
+    k = max(d - 1, 1)
+    q = _chi2_quantile(k)
+    return jnp.minimum(_quantile(dmin, valid, NOISE_QUANTILE), _quantile(r, valid, NOISE_QUANTILE) / NN_INFLATION) / q
+
+
+class _Window(NamedTuple):
+    a: Array
+    b: Array
+    explore: Array
+    steps: Array
+
+
+def _choose_window(draws, seg, valid, anchor_x, hx, verts, nv, config, dt) -> _Window:
+    """Anchor segment (x's, or a random one when exploring) and the run a..b−1.
+
+    Exploration anchors the window at a segment drawn with probability
+    ∝ 1/(1 + points attached to it), so that segments the data have left get
+    revisited and pruned, and takes ``explore_steps`` lattice steps.
+    """
+    V = verts.shape[0]
+    seg_ok = jnp.arange(V - 1) < nv - 1
+    counts = jnp.sum((seg[:, None] == jnp.arange(V - 1)[None]) & valid[:, None], 0).astype(dt)
+    logits = jnp.where(seg_ok, -jnp.log1p(counts) + draws.gumbel, -jnp.inf)
+    rnd_seg = jnp.argmax(logits).astype(jnp.int32)
+    anchor = jnp.where(draws.explore, rnd_seg, anchor_x)
+    steps = jnp.where(draws.explore, float(config.explore_steps), 1.0).astype(dt)
+    # Neighbourhood N(x): the points whose nearest segment is anchor−1 … anchor+1.
+    in_n = valid & (jnp.abs(seg - anchor) <= 1)
+    cnt = jnp.sum(in_n)
+    nbar = jnp.sum(jnp.where(in_n[:, None], hx, 0.0), 0) / jnp.maximum(cnt, 1)
+    nbar = jnp.where(cnt > 0, nbar, 0.5 * (verts[anchor] + verts[anchor + 1]))
+    rad = jnp.sqrt(jnp.max(jnp.where(in_n, jnp.sum((hx - nbar) ** 2, 1), 0.0)))
+    a, b = cand.window_run(verts, nv, anchor, nbar, rad, config.window)
+    return _Window(a, b, draws.explore, steps)
+
+
+class _Cands(NamedTuple):
+    U_i: Array  # (C, W+1, d) int lattice coordinates of the new window vertices
+    m: Array  # (C,)
+    ok: Array  # (C,)
+    move: Array  # (C,)
+    seq: Array  # (C, W+3, d)
+    lseg_ok: Array  # (C, W+2)
+    local_len: Array  # (C,)
+    has_l: Array
+    n_old: Array
+
+
+def _make_candidates(win: _Window, vidx, verts, nv, seg, tpar, valid, hx, u, delta, W) -> _Cands:
+    V = vidx.shape[0]
+    a, b = win.a, win.b
+    n_old = b - a
+    has_l, has_r = a >= 1, b <= nv - 1
+    left_i, right_i = vidx[jnp.maximum(a - 1, 0)], vidx[jnp.minimum(b, V - 1)]
+    widx = jnp.minimum(a + jnp.arange(W), V - 1)
+    cur_i, cur = vidx[widx], verts[widx]
+    # Points attached to vertex v: projecting onto its half of an adjacent segment.
+    att = ((seg[None] == widx[:, None] - 1) & (tpar[None] >= 0.5)) | ((seg[None] == widx[:, None]) & (tpar[None] < 0.5))
+    att = att & valid[None]
+    natt = jnp.sum(att, 1)
+    mu = (att.astype(hx.dtype) @ hx) / jnp.maximum(natt, 1)[:, None]
+    mu = jnp.where(natt[:, None] > 0, mu, cur)
+    snap = lambda v: jnp.round(v / delta).astype(jnp.int32)
+    opts = jnp.stack([cur_i, cand.toward(cur_i, mu, delta, win.steps), snap(mu),
+                      cand.toward(cur_i, u, delta, win.steps)], 1)
+    # Gap g sits between local vertices g−1 and g of [left?] + cur[:n_old] + [right?].
+    gi = jnp.arange(W + 1)
+    prev_pt = jnp.concatenate([left_i[None], cur_i])[: W + 1]
+    next_pt = jnp.concatenate([cur_i, right_i[None]])
+    prev_pt = jnp.where((gi == 0)[:, None], left_i, prev_pt)
+    next_pt = jnp.where((gi == n_old)[:, None], right_i, next_pt)
+    mid_ok = ((gi > 0) | has_l) & ((gi < n_old) | has_r)
+    U_i, m, ok, move = cand.build_candidates(cur_i, n_old, opts, (prev_pt + next_pt) // 2, mid_ok, snap(u), W)
+    U = U_i.astype(hx.dtype) * delta
+    seq, _, lseg_ok, local_len = cand.local_sequences(U, m, has_l, has_r, verts[jnp.maximum(a - 1, 0)],
+                                                      verts[jnp.minimum(b, V - 1)])
+    # Duplicates of f̂ are not separate candidates.
+    C = U.shape[0]
+    same = (m == n_old) & jnp.all(jnp.where((gi < m[:, None])[..., None], U_i == U_i[0:1], True), (1, 2))
+    ok = ok & ~(same & (jnp.arange(C) > 0))
+    return _Cands(U_i, m, ok, move, seq, lseg_ok, local_len, has_l, n_old)
+
+
+def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
+    """Exact Δ(weighted cumulative loss) of every candidate, all rows, dense.
+
+    Returns ``(delta_loss[C], d2l[C, W+2, H+1])`` (the local distances are
+    reused to update the cache).
+    """
+    Vm1 = hD.shape[1]
+    j = jnp.arange(Vm1)
+    keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
+    base = jnp.min(jnp.where(keep[None], hD, jnp.inf), 1)  # (H+1,) unchanged segments
+    d2l, _ = cand.seg_d2_points(hx, c.seq[:, :-1], c.seq[:, 1:])  # (C, W+2, H+1)
+    d2l = jnp.where(c.lseg_ok[..., None], d2l, jnp.inf)
+    new = jnp.minimum(base[None], jnp.min(d2l, 1))
+    dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
+    return dl, d2l
+
+
+def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
+    """The chosen line and the shifted distance cache."""
+    V, W = vidx.shape[0], c.U_i.shape[1] - 1
+    a = win.a
+    mw = c.m[winner]
+    out = jnp.arange(V)
+    src_old = jnp.clip(jnp.where(out < a, out, out - mw + c.n_old), 0, V - 1)
+    new_vidx = jnp.where(((out >= a) & (out < a + mw))[:, None], c.U_i[winner][jnp.clip(out - a, 0, W)],
+                         vidx[src_old])
+    new_nv = nv - c.n_old + mw
+    shift = mw - c.n_old
+    start = a - c.has_l.astype(jnp.int32)
+    n_local = c.has_l.astype(jnp.int32) + mw + (win.b <= nv - 1).astype(jnp.int32) - 1
+    j = jnp.arange(V - 1)
+    loc = d2l[winner].T  # (H+1, W+2)
+    from_local = (j >= start) & (j < start + n_local)
+    old_col = jnp.clip(jnp.where(j < start, j, j - shift), 0, V - 2)
+    newD = jnp.where(from_local[None], loc[:, jnp.clip(j - start, 0, W + 1)], hD[:, old_col])
+    newD = jnp.where((j < new_nv - 1)[None], newD, jnp.inf)
+    return new_vidx, new_nv, newD
+
+
+class _Deletions(NamedTuple):
+    delta_loss: Array  # (V,) Δ(weighted loss) of deleting vertex j
+    new_len: Array  # (V,)
+    ok: Array  # (V,)
+    chord: Array  # (V−2, H+1) distances to the chord v_{j−1} v_{j+1}
+
+
+def _score_deletions(hx, hD, dmin, w, verts, nv, length) -> _Deletions:
+    """Deleting any one vertex of f̂, every vertex at once (dense).
+
+    The local window only ever sees the line near x (or one random place);
+    vertices the data have left behind (a segment across an empty region)
+    would wait for an exploration round to be pruned. Deleting vertex j
+    replaces segments j−1 and j by the chord v_{j−1} v_{j+1}; with prefix and
+    suffix minima of the cached distances every deletion costs O(H) — all V
+    of them O(H·V), the size of the cache.
+    """
+    V = verts.shape[0]
+    big = jnp.asarray(jnp.inf, hD.dtype)
+    pre = lax.cummin(hD, axis=1)  # min over segments 0..k
+    suf = lax.cummin(hD, axis=1, reverse=True)  # min over k..V−2
+    padc = jnp.full((hD.shape[0], 1), big)
+    pre_m2 = jnp.concatenate([padc, padc, pre[:, :-1]], 1)  # column j: min over 0..j−2
+    suf_p1 = jnp.concatenate([suf[:, 1:], padc, padc], 1)  # column j: min over j+1..
+    chord, _ = cand.seg_d2_points(hx, verts[:-2], verts[2:])  # (V−2, H+1)
+    j = jnp.arange(V)
+    interior = (j >= 1) & (j <= nv - 2)
+    chord_j = jnp.concatenate([jnp.full((1, hx.shape[0]), big), chord, jnp.full((1, hx.shape[0]), big)], 0)
+    new = jnp.minimum(jnp.minimum(pre_m2, suf_p1).T, jnp.where(interior[:, None], chord_j, big))  # (V, H+1)
+    dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
+    seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
+    seg_len = jnp.where(jnp.arange(V - 1) < nv - 1, seg_len, 0.0)
+    zero = jnp.zeros((1,), seg_len.dtype)
+    left_len = jnp.concatenate([zero, seg_len])  # segment j−1
+    right_len = jnp.concatenate([seg_len, zero])  # segment j
+    chord_len = jnp.concatenate([zero, jnp.sqrt(jnp.sum((verts[2:] - verts[:-2]) ** 2, 1)), zero])
+    new_len = length - left_len - right_len + jnp.where(interior, chord_len, 0.0)
+    ok = (j < nv) & (nv >= 3) & jnp.isfinite(dl)
+    return _Deletions(dl, new_len, ok, chord)
+
+
+def _commit_deletion(j, vidx, nv, hD, chord):
+    V = vidx.shape[0]
+    out = jnp.arange(V)
+    new_vidx = vidx[jnp.minimum(out + (out >= j), V - 1)]
+    k = jnp.arange(V - 1)
+    interior = (j >= 1) & (j <= nv - 2)
+    newD = jnp.where((k < j - 1)[None], hD, hD[:, jnp.minimum(k + 1, V - 2)])
+    newD = jnp.where(((k == j - 1) & interior)[None], chord[jnp.clip(j - 1, 0, V - 3)][:, None], newD)
+    newD = jnp.where((k < nv - 2)[None], newD, jnp.inf)
+    return new_vidx, nv - 1, newD
+
+
+def _deletion_stage(draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
+                    new_vidx, new_nv, newD, move_local):
+    """Score every single-vertex deletion; take the best if it beats the local winner."""
+    V = verts.shape[0]
+    dt = verts.dtype
+    length = geometry.polyline_length(verts, nv)
+    dels = _score_deletions(hx, hD, dmin, w, verts, nv, length)
+    ns_del = jnp.full((V,), nv - 2, dt)
+    if config.penalty == "noise":
+        price_del = noise_price(ns_del, dels.new_len, draws.z_del, sigma2, n_tot, d, prm)
+    else:
+        price_del = theory_price(ns_del, dels.new_len, draws.z_del, n_tot, p, d, prm)
+    obj_del = jnp.where(dels.ok & (dels.new_len <= prm.L), dels.delta_loss + price_del, jnp.inf)
+    j_del = jnp.argmin(obj_del)
+    use_del = obj_del[j_del] < obj_local
+    dv, dnv, dD = _commit_deletion(j_del, vidx, nv, hD, dels.chord)
+    new_vidx = jnp.where(use_del, dv, new_vidx)
+    new_nv = jnp.where(use_del, dnv, new_nv)
+    newD = jnp.where(use_del, dD, newD)
+    move_won = jnp.where(use_del, MOVE_DELETE, move_local)
+    return new_vidx, new_nv, newD, move_won
+
+
+
+def _round(key, state: State, u, config: Config, *, store: bool = True, inspect: bool = False):
+    """One round on a standardised point u (d,). ``store=False``: offline
+    refit on a point that is already in the history (weight 0, not stored)."""
+    V, d = state.vertex_idx.shape
+    H, W, p = config.history_size, config.window, config.max_segments
+    prm = state.params
+    dt = prm.delta.dtype
+    C = n_candidates(W)
+    vidx, nv = state.vertex_idx, state.n_vertices
+    verts = vidx.astype(dt) * prm.delta
+    draws = _draw(key, V - 1, C, prm.epsilon, dt)
+
+    # Observe: x_t in the scratch row, its distances to every segment.
+    hx = state.hist_x.at[H].set(u)
+    hD = state.hist_D.at[H].set(_segment_table(u[None], verts, nv)[0])
+    rows = jnp.arange(H + 1)
+    r_x = _nn_residual(u, state.hist_x, rows < state.n_stored)
+    hr = state.hist_r.at[H].set(jnp.where(store, r_x, state.hist_r[H]))
+    dmin = jnp.min(hD, 1)
+    seg = _first_argmin(hD, dmin)
+    loss_u = dmin[H]
+    rows = jnp.arange(H + 1)
+    valid = (rows < state.n_stored) | ((rows == H) & store)
+    weight_hist = state.n_seen.astype(dt) / jnp.maximum(state.n_stored, 1).astype(dt)
+    w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, weight_hist, 0.0))
+    n_tot = state.n_seen + int(store)
+    sigma2 = _noise_level(dmin, hr, w > 0, d)
+    A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
+    ab = B - A
+    tpar = jnp.clip(jnp.sum((hx - A) * ab, 1) / jnp.maximum(jnp.sum(ab * ab, 1), 1e-30), 0.0, 1.0)
+
+    win = _choose_window(draws, seg, valid, _first_argmin(hD[H], dmin[H]), hx, verts, nv, config, dt)
+    c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
+    dl, d2l = _score(c, win, hx, hD, dmin, w, nv)
+
+    # Price and choice.
+    new_len = geometry.polyline_length(verts, nv) - c.local_len[0] + c.local_len
+    new_ns = nv - 1 - c.n_old + c.m
+    if config.penalty == "noise":
+        price = noise_price(new_ns.astype(dt), new_len, draws.z, sigma2, n_tot, d, prm)
+    else:
+        price = theory_price(new_ns.astype(dt), new_len, draws.z, n_tot, p, d, prm)
+    obj = dl + price
+    feasible = c.ok & (c.m >= 0) & (new_ns >= 1) & (new_ns <= p) & (new_len <= prm.L) & jnp.isfinite(obj)
+    feasible = feasible.at[0].set(True)
+    winner = jnp.argmin(jnp.where(feasible, obj, jnp.inf))
+    new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, d2l)
+
+    # Global deletions compete with the local winner (a line of one segment has none).
+    if V >= 3:
+        new_vidx, new_nv, newD, move_won = _deletion_stage(
+            draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj[winner],
+            new_vidx, new_nv, newD, c.move[winner])
+    else:
+        move_won = c.move[winner]
+
+    # Offer x_t to the reservoir (Vitter's algorithm R).
+    n_seen = state.n_seen + int(store)
+    full = state.n_stored >= H
+    j_res = jnp.minimum((draws.reservoir * n_seen.astype(dt)).astype(jnp.int32), n_seen - 1)
+    put = store & ((~full) | (j_res < H))
+    slot = jnp.where(full, j_res, state.n_stored)
+    slot = jnp.where(put, slot, H)  # H: the scratch row writes onto itself
+    hx = hx.at[slot].set(hx[H])
+    newD = newD.at[slot].set(newD[H])
+    hr = hr.at[slot].set(hr[H])
+    n_stored = jnp.where(put & ~full, state.n_stored + 1, state.n_stored)
+
+    s2 = state.scale ** 2
+    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, newD, hr, n_stored.astype(jnp.int32),
+                      n_seen.astype(jnp.int32), state.centre, state.scale, prm)
+    info = Info(s2 * loss_u, (new_nv - 1).astype(jnp.int32), win.explore, move_won, s2 * sigma2)
+    if not inspect:
+        return new_state, info
+    out = jnp.arange(V)
+    a = win.a
+    src = jnp.clip(jnp.where(out[None] < a, out[None], out[None] - c.m[:, None] + c.n_old), 0, V - 1)
+    in_win = (out[None] >= a) & (out[None] < a + c.m[:, None])
+    Uc = jnp.take_along_axis(c.U_i, jnp.clip(out[None] - a, 0, W)[..., None], 1)
+    lines = jnp.where(in_win[..., None], Uc, vidx[src]).astype(dt) * prm.delta
+    prop = Proposal(state.centre + state.scale * lines, nv - c.n_old + c.m, s2 * dl, s2 * price, draws.z,
+                    s2 * obj, feasible, c.move, jnp.stack([win.a, win.b]), winner)
+    return new_state, info, prop
+
+
+def update(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info]:
+    """One round of Algorithm 3 (locally greedy FTPL).
+
+    Args:
+      key: PRNG key for this round.
+      state: current `State`.
+      x: (d,) new observation (finite), data units.
+      config: static `Config`.
+
+    Returns:
+      ``(new_state, info)``; ``info.loss`` is Δ(f̂_t, x_t) before the update.
+    """
+    check_point(x, state.vertex_idx.shape[1])
+    u = (x.astype(state.scale.dtype) - state.centre) / state.scale
+    return _round(key, state, u, config)
+
+
+def propose(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info, Proposal]:
+    """`update` that also returns the round's whole candidate set."""
+    check_point(x, state.vertex_idx.shape[1])
+    u = (x.astype(state.scale.dtype) - state.centre) / state.scale
+    return _round(key, state, u, config, inspect=True)
+
+
+def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
+         explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
+         **param_kwargs) -> StreamLearner:
+    """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
+
+    Args:
+      max_segments: p, the largest number of segments (vertex capacity p + 1).
+      history_size: capacity H of the buffer of past points. Up to H points
+        the cumulative loss is exact; beyond, the buffer is a uniform
+        reservoir sample standing for x_1 … x_{t−1} (x_t always counts with
+        weight 1). Memory and time per round are O(H·p), whatever the
+        stream's length.
+      window: most vertices replaced per round (the run (ii) of the paper is
+        cut to this length).
+      t0: smallest number of initial points; `init` raises with fewer.
+      explore_steps: lattice steps of a vertex move in exploration rounds.
+      init: ``"fit"`` (default): the first-principal-component segment, then
+        ``init_rounds`` rounds of the local search on the initial points;
+        ``"pca"``: the paper's first-principal-component segment only.
+      init_rounds: rounds of the offline fit.
+      penalty: ``"noise"`` (default, equivariant: segments priced in units of
+        the residual variance, see `jaxstream.curves.objective`) or
+        ``"theory"`` (the paper's h(f)/η_t, in standardised units).
+      **param_kwargs: numeric parameters for `default_params` (delta, R, L,
+        h_scale, length_scale, eta_scale, z_scale, epsilon).
+
+    Returns:
+      A `StreamLearner` with ``init(key, x_init, params=None)``,
+      ``update(key, state, x)``, ``predict(state, x)`` (projection onto the
+      line) and ``loss(state, x)``.
+    """
+    max_segments = check_capacity(max_segments, "max_segments")
+    history_size = check_capacity(history_size, "history_size", 2)
+    window = check_capacity(window, "window")
+    t0 = check_capacity(t0, "t0", 2)
+    explore_steps = check_capacity(explore_steps, "explore_steps")
+    init_rounds = check_capacity(init_rounds, "init_rounds", 0)
+    if init not in ("fit", "pca"):
+        raise ValueError(f"init must be 'fit' or 'pca'; got {init!r}")
+    if penalty not in ("noise", "theory"):
+        raise ValueError(f"penalty must be 'noise' or 'theory'; got {penalty!r}")
+    if t0 > history_size:
+        raise ValueError(f"history_size={history_size} must be at least t0={t0}")
+    config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty)
+    defaults = default_params(**param_kwargs)
+
+    def _init(key, x_init, params=None):
+        x_init = check_points(x_init, "x_init")
+        if x_init.shape[0] < t0:
+            raise ValueError(f"slpc needs at least t0={t0} initial points; got {x_init.shape[0]}")
+        return init_fn(key, x_init, defaults if params is None else params, config)
+
+    return StreamLearner(_init, lambda key, state, x: update(key, state, x, config), predict, loss, defaults,
+                         config=dict(learner="slpc", **config._asdict()))
+
+
+init_fn = init
