@@ -275,7 +275,8 @@ def _resolve_devices(devices: Devices) -> tuple:
 
 
 def _is_global(a) -> bool:
-    return isinstance(a, jax.Array) and not a.is_fully_addressable
+    # a tracer (run_streams under jit) has no addressability to ask about: it is not a global array here
+    return isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) and not a.is_fully_addressable
 
 
 def _key_parts(keys):
