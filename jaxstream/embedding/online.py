@@ -401,11 +401,14 @@ def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
     m = jnp.min(jnp.where(jnp.arange(R)[:, None] == own[None, :], jnp.inf, DL), axis=0)
     live = valid & (m > a)  # points whose private interval [a, m) is not empty
 
+    owned = (own[None, :] == jnp.arange(R)[:, None]) & live[None, :]  # (R, N), fixed over the iteration
+
     def body(carry):
+        # dense masked max over each row's owned points instead of a scatter-max (collisions, and a
+        # batched scatter under vmap, cost more than R x N arithmetic)
         c, _ = carry
-        cv = c[own]
-        viol = live & (a <= cv) & (m > cv)
-        c_new = c.at[own].max(jnp.where(viol, m, -jnp.inf))
+        viol = owned & (a[None, :] <= c[:, None]) & (m[None, :] > c[:, None])
+        c_new = jnp.maximum(c, jnp.max(jnp.where(viol, m[None, :], -jnp.inf), axis=1))
         return c_new, jnp.any(c_new > c)
 
     c0 = jnp.full((R,), eps, DL.dtype)
