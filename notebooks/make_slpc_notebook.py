@@ -9,15 +9,22 @@ cells = [
 
 Reproduces the experiments of Li & Guedj, *Sequential Learning of Principal
 Curves: Summarizing Data Streams on the Fly* (Entropy 2021) with
-`jaxstream.slpc`: the cubic stream (cumulative loss against the ground truth
-and the sequential Hastie–Stuetzle curve), the seismic stream (R², Figure 6),
-and the locality of an update (Figure 8)."""),
+`jaxstream.slpc`: the cubic stream (cumulative loss against the ground truth,
+the sequential Hastie–Stuetzle curve and the nearest-past-point baseline),
+the 6-D stream of Table 2, the seismic stream on its map box (R², Figure 6),
+and the locality of an update (Figure 8).
+
+jaxstream's slpc works in standardised units (centre and scale from the
+initial points) and prices a segment in units of the residual noise level
+that the history holds (BIC-like, `jaxstream.curves.objective`), so the
+same defaults serve every stream: in other units, other dimensions, other
+noise."""),
     ("code", """import time
 import numpy as np, jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 import jaxstream as js
 from jaxstream import datasets, geometry
-from jaxstream.baselines import princurve
+from jaxstream.curves import princurve
 print(jax.__version__, jax.devices())"""),
     ("md", """## The cubic stream
 
@@ -27,19 +34,40 @@ slpc 20.83 (3.23), princurve 26.02, ground truth 2.48; R's princurve refitted
 every round gives 18.38 on such streams."""),
     ("code", """learner = js.slpc()
 run = jax.jit(lambda k, x, s: js.run_stream(learner, k, x, s, trace="info"))
-seeds = range(5)
+seeds = range(3)
 rows = []
 for seed in seeds:
     xs, truth = datasets.make_cubic_stream(500, seed=seed, return_truth=True)
     xs = xs.astype(np.float32)
     state, info = run(jax.random.key(seed), xs[20:], learner.init(jax.random.key(seed), xs[:20]))
     hs = np.asarray(princurve.sequential_principal_curve_losses(xs, t0=20).losses)
-    rows.append((float(info.loss.sum()), float(np.nansum(hs[20:])), truth[20:].sum(), int(state.n_vertices) - 1))
+    nn = sum(((xs[:t] - xs[t]) ** 2).sum(1).min() for t in range(20, len(xs)))
+    rows.append((float(info.loss.sum()), float(np.nansum(hs[20:])), nn, truth[20:].sum(), int(state.n_vertices) - 1))
 rows = np.array(rows)
-print("seed  slpc  seq.princurve  truth  segments")
+print("seed  slpc  seq.princurve  nearest-past-point  truth  segments")
 for s, r in zip(seeds, rows):
-    print(f"{s:4d} {r[0]:6.2f} {r[1]:13.2f} {r[2]:6.2f} {int(r[3]):8d}")
-print(f"mean {rows[:, 0].mean():6.2f} {rows[:, 1].mean():13.2f} {rows[:, 2].mean():6.2f}")"""),
+    print(f"{s:4d} {r[0]:6.2f} {r[1]:13.2f} {r[2]:18.2f} {r[3]:6.2f} {int(r[4]):8d}")
+print(f"mean {rows[:, 0].mean():6.2f} {rows[:, 1].mean():13.2f} {rows[:, 2].mean():18.2f} {rows[:, 3].mean():6.2f}")"""),
+    ("md", """## The 6-D stream of Table 2
+
+200 points along (0.5t cos t, 0.5t sin t, 0.5t, −t, t, 2 ln(t+1)), t ∈ [0, 2π],
+noise sd 0.0575 on every coordinate, random arrival order. Paper: slpc 6.797
+(0.409), princurve 14.204, ground truth 3.29. Most of the loss comes from the
+first rounds: the initial line is fitted offline on the first 20 points with
+the same penalised objective (`init="fit"`; `init="pca"` is the paper's
+first-principal-component segment)."""),
+    ("code", """rows = []
+for init in ("fit", "pca"):
+    L6 = js.slpc(init=init)
+    for seed in range(5):
+        xs, truth = datasets.make_table2_stream(seed=seed, return_truth=True)
+        xs = xs.astype(np.float32)
+        state, loss = js.run_stream(L6, jax.random.key(seed), xs[20:], L6.init(jax.random.key(seed), xs[:20]))
+        rows.append((init, float(loss.sum()), truth[20:].sum(), int(state.n_vertices) - 1))
+for init in ("fit", "pca"):
+    r = np.array([x[1:] for x in rows if x[0] == init])
+    print(f"init={init}: cumulative loss {r[:, 0].mean():.2f} (sd {r[:, 0].std(ddof=1):.2f}), truth {r[:, 1].mean():.2f}, "
+          f"segments {r[:, 2].astype(int).tolist()}")"""),
     ("code", """xs = datasets.make_cubic_stream(500, seed=0).astype(np.float32)
 state, info = run(jax.random.key(0), xs[20:], learner.init(jax.random.key(0), xs[:20]))
 hs_curve = princurve.principal_curve(xs)
@@ -72,25 +100,29 @@ r2 = 1 - res / ((quakes - quakes.mean(0)) ** 2).sum()
 hs_q = princurve.principal_curve(quakes)
 r2_hs = 1 - float(hs_q.dist) / ((quakes - quakes.mean(0)) ** 2).sum()
 print(f"slpc R² = {r2:.4f} with {int(state.n_vertices) - 1} segments; batch princurve R² = {r2_hs:.4f}")
-fig, ax = plt.subplots(figsize=(5, 6))
-ax.scatter(quakes[:, 0], quakes[:, 1], s=8, c=np.arange(len(quakes)), cmap="viridis")
+box = datasets.SEISMIC_BOX
+fig, ax = plt.subplots(figsize=(5, 8))
+ax.add_patch(plt.Rectangle((box["lon_min"], box["lat_min"]), box["lon_max"] - box["lon_min"],
+                           box["lat_max"] - box["lat_min"], fill=False, ls=":", color="0.3"))
+sc = ax.scatter(quakes[:, 0], quakes[:, 1], s=8, c=np.arange(len(quakes)), cmap="viridis")
 v = np.asarray(state.vertices[: int(state.n_vertices)])
-ax.plot(v[:, 0], v[:, 1], "-", color="crimson", label="slpc")
+ax.plot(v[:, 0], v[:, 1], "-o", ms=3, color="crimson", label=f"slpc ({len(v) - 1} segments, R² {r2:.3f})")
 hv = np.asarray(hs_q.vertices[: int(hs_q.n_vertices)])
-ax.plot(hv[:, 0], hv[:, 1], color="tab:blue", label="princurve (batch)")
-ax.set_xlabel("longitude (°E)"); ax.set_ylabel("latitude (°N)"); ax.legend(fontsize=8)"""),
+ax.plot(hv[:, 0], hv[:, 1], color="tab:blue", label=f"princurve (batch, R² {r2_hs:.3f})")
+ax.set_xlim(box["lon_min"] - 2, box["lon_max"] + 2); ax.set_ylim(box["lat_min"] - 2, box["lat_max"] + 2)
+ax.set_aspect("equal"); fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.5)
+ax.set_xlabel("longitude (°E)"); ax.set_ylabel("latitude (°N)"); ax.legend(fontsize=8, loc="lower left")"""),
     ("md", """## A new point changes the curve only locally (Figure 8)
 
-`jaxstream.principal_curves.propose` returns the whole candidate set of a
-round; every candidate differs from the current line in a window of at most
-`window` vertices around the new point. (With the calibrated defaults the
-penalty is weak enough that a single far outlier, say 10 noise sd away, can
-pull a vertex to itself; raise `h_scale` for more conservative curves.)"""),
-    ("code", """from jaxstream import principal_curves as pc
+`jaxstream.curves.propose` returns the whole candidate set of a round; every
+local candidate differs from the current line in a window of at most `window`
+vertices around the new point (a global deletion of one vertex, scored for
+every vertex at once, also competes)."""),
+    ("code", """from jaxstream import curves as pc
 xs = datasets.make_cubic_stream(300, seed=3).astype(np.float32)
 state, _ = js.run_stream(learner, jax.random.key(0), xs[20:299], learner.init(jax.random.key(0), xs[:20]))
 x_new = jnp.array([3.0, -0.15], jnp.float32)  # a point ~2.5 noise sd above the curve
-new, info, prop = pc.propose(jax.random.key(1), state, x_new, pc.Config())
+new, info, prop = pc.propose(jax.random.key(1), state, x_new)
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.scatter(xs[:, 0], xs[:, 1], s=4, c="0.7")
 for c in np.flatnonzero(np.asarray(prop.feasible)):
