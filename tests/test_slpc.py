@@ -127,7 +127,7 @@ def test_bookkeeping_in_any_dimension(d):
     rng = np.random.default_rng(d)
     t = rng.uniform(0, 3, 90)
     xs = np.stack([np.cos(t * (k + 1)) * (k + 1) for k in range(d)], 1) + 0.05 * rng.normal(size=(90, d))
-    L = js.slpc(max_segments=8, history_size=40, init_rounds=10)
+    L = js.slpc(max_segments=8, history_size=40, init="pca")
     s = L.init(jax.random.key(0), xs[:20].astype(np.float32))
     s, losses = js.run_stream(L, jax.random.key(1), xs[20:].astype(np.float32), s)
     k = int(s.n_vertices) - 1
@@ -302,7 +302,7 @@ def test_small_p_and_the_length_bound():
     xs = datasets.make_cubic_stream(300, seed=1).astype(np.float32)
     base = None
     for p in (1, 3, 5):
-        L = js.slpc(max_segments=p, init_rounds=20)
+        L = js.slpc(max_segments=p, init="pca")
         s = L.init(jax.random.key(0), xs[:20])
         assert float(geometry_length(s)) <= float(s.params.L)
         s, losses = js.run_stream(L, jax.random.key(1), xs[20:], s)
@@ -331,7 +331,7 @@ class TestUpdate(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
     def test_jit_equals_eager(self):
         xs = datasets.make_cubic_stream(40, seed=2).astype(np.float32)
-        L = js.slpc(max_segments=10, history_size=64, init_rounds=5)
+        L = js.slpc(max_segments=10, history_size=64, init="pca")
         s = L.init(jax.random.key(0), xs[:20])
         upd = self.variant(L.update)
         ref = jax.jit(L.update)
@@ -344,7 +344,7 @@ class TestUpdate(chex.TestCase):
 
 
 def test_update_traces_once_while_the_curve_grows(cubic):
-    L = js.slpc(max_segments=20, history_size=64, init_rounds=5)
+    L = js.slpc(max_segments=10, history_size=64, init="pca")
     upd = jax.jit(chex.assert_max_traces(L.update, n=1))
     s = L.init(jax.random.key(0), cubic[:20])
     sizes = set()
@@ -377,7 +377,7 @@ def test_run_streams_equals_loop_with_rare_paths_in_some_streams(learner, init, 
 
 def test_float64_mode(cubic):
     with jax.enable_x64(True):
-        L = js.slpc(max_segments=10, history_size=64, init_rounds=5)
+        L = js.slpc(max_segments=10, history_size=64, init="pca")
         x64 = np.asarray(cubic[:80], np.float64)
         s = L.init(jax.random.key(0), x64[:20], L.params._replace(**{k: jnp.asarray(v, jnp.float64)
                                                                       for k, v in L.params._asdict().items()}))
@@ -460,7 +460,7 @@ def test_bad_input_raises_clear_errors(learner, cubic):
 
 
 def test_wrapper_matches_functional_api_and_chunking(cubic):
-    kw = dict(max_segments=12, history_size=128, init_rounds=10)
+    kw = dict(max_segments=12, history_size=128, init="pca")
     m1 = js.SLPC(seed=3, **kw)
     l1 = m1.partial_fit(cubic)
     assert np.isnan(l1[:20]).all() and np.isfinite(l1[20:]).all()
