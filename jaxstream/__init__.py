@@ -4,8 +4,9 @@ from ._core import (ChunkedResult, StreamLearner, init_streams, run_stream, run_
 from . import datasets, geometry
 from . import principal_curves
 from .principal_curves import SLPC, slpc
-from . import pacbo as clustering
-from .pacbo import PACBO, pacbo
+from . import clustering
+from .clustering import PACBO
+from .clustering.pacbo import pacbo
 from . import embedding
 from .embedding import LandmarkMDS, landmark_mds, networks
 import sys as _sys

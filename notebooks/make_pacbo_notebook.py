@@ -32,13 +32,13 @@ import numpy as np
 import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 import jaxstream as js
-from jaxstream.baselines import kmeans as kb
-from bench_pacbo import four_groups_stream, growing_groups_stream, MEANS4, batched_params
+from jaxstream.clustering import baselines as kb
+from bench_pacbo import four_groups_stream, growing_groups_stream, MEANS4, batched_params, _streams_fn
 
 print("jax", jax.__version__, jax.devices())
 learner = js.pacbo(max_clusters=50, history_size=256, n_steps=500)
 print(learner.params)
-run = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s, trace="info"))
+run = _streams_fn(learner, "info")
 
 def run_pacbo(xs, seed):
     radii = np.linalg.norm(xs, axis=2).max(1)
@@ -76,7 +76,7 @@ for s in range(S):
 axes[0].axhline(4, color="k", ls="--", lw=1)
 axes[0].set(xlabel="round t", ylabel="k̂_t", title="PACBO: number of clusters (10 seeds)")
 c = np.asarray(st.centers[0][: int(st.n_clusters[0])])
-axes[1].scatter(xs[0, :, 0], xs[0, :, 1], s=8, c=np.asarray(js.clustering.predict(jax.tree_util.tree_map(lambda a: a[0], st), xs[0])), cmap="tab10")
+axes[1].scatter(xs[0, :, 0], xs[0, :, 1], s=8, c=np.asarray(js.clustering.pacbo.predict(jax.tree_util.tree_map(lambda a: a[0], st), xs[0])), cmap="tab10")
 axes[1].scatter(c[:, 0], c[:, 1], marker="^", s=120, c="k", label="PACBO centres")
 axes[1].scatter(MEANS4[:, 0], MEANS4[:, 1], marker="x", s=80, c="r", label="true means")
 axes[1].legend(fontsize=8); axes[1].set_title("seed 0 at T = 200")
@@ -84,6 +84,16 @@ axes[2].plot(t, np.cumsum(np.asarray(info.loss), 1).mean(0), label="PACBO")
 axes[2].plot(t, np.cumsum(np.asarray(okm_losses), 1).mean(0), label="online k-means, k=4")
 axes[2].set(xlabel="round t", ylabel="cumulative loss (mean of 10 seeds)", title="prequential loss")
 axes[2].legend()
+fig.tight_layout()"""))
+cells.append(md("""P(k) over time (the share of each round's chain steps at each k, seed 0) and the
+acceptance rate of every round (mean over seeds): the chain moves in every round."""))
+cells.append(code("""pk = np.asarray(info.k_probs)[0, :, :8]
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+im = axes[0].imshow(pk.T, aspect="auto", origin="lower", extent=[0.5, T + 0.5, 0.5, 8.5], cmap="viridis")
+axes[0].set(xlabel="round t", ylabel="k", title="P(k) of each round's chain (seed 0)")
+fig.colorbar(im, ax=axes[0])
+axes[1].plot(t, np.asarray(info.acceptance_rate).mean(0))
+axes[1].set(xlabel="round t", ylabel="acceptance rate", title="acceptance per round (mean of 10 seeds)", ylim=(0, 1))
 fig.tight_layout()"""))
 cells.append(md("""## 2. Ten groups, one more every 20 rounds
 

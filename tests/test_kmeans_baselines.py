@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream
-from jaxstream.baselines import kmeans as KB
+from jaxstream.clustering import baselines as KB
 
 
 def np_macqueen(xs, k, power=1.0):
@@ -124,3 +124,28 @@ def test_gap_statistic_chooses_k():
     # Fewer valid points than k_max: k is capped at the number of points.
     r2 = gap(jax.random.PRNGKey(0), X, np.arange(60) < 2)
     assert 1 <= int(r2.k) <= 2
+
+
+def test_kmeans_plus_plus_samples_by_squared_distance():
+    """The second seed is drawn ∝ D(x)², D the distance to the first seed: over many keys its
+    histogram matches those probabilities (χ², conditioned on the first seed). Power check: the
+    same test rejects uniform seeding (second seed uniform among the other points)."""
+    from scipy import stats
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 0.0], [0.0, -4.0], [2.0, 2.0]])
+    n, reps = len(X), 6000
+    seeds = jax.jit(jax.vmap(lambda k: KB.kmeans_plus_plus(k, jnp.asarray(X, jnp.float32),
+                                                           jnp.ones(n, bool), 2, 2)))(
+        jax.random.split(jax.random.PRNGKey(0), reps))
+    seeds = np.asarray(seeds)
+    first = np.array([np.argmin(np.abs(X - s[0]).sum(1)) for s in seeds])
+    second = np.array([np.argmin(np.abs(X - s[1]).sum(1)) for s in seeds])
+    assert stats.chisquare(np.bincount(first, minlength=n)).pvalue > 1e-3  # first seed uniform
+    obs, exp_d2, exp_unif = np.zeros(n), np.zeros(n), np.zeros(n)
+    for i in range(n):
+        sel = first == i
+        d2 = np.sum((X - X[i]) ** 2, axis=1)
+        obs += np.bincount(second[sel], minlength=n)
+        exp_d2 += sel.sum() * d2 / d2.sum()
+        exp_unif += sel.sum() * (np.arange(n) != i) / (n - 1)
+    assert stats.chisquare(obs, exp_d2).pvalue > 1e-3, (obs, exp_d2)
+    assert stats.chisquare(obs, exp_unif).pvalue < 1e-6

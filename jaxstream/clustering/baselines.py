@@ -6,7 +6,7 @@
   statistic (Tibshirani, Walther & Hastie 2001), with the uniform reference
   distribution on the bounding box of the data and B reference sets;
   k-means++ seeding with restarts plus masked Lloyd iterations
-  (`jaxstream.pacbo.kmeans`), all vmapped.
+  (`jaxstream.clustering.lloyd.kmeans`), all vmapped.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from jax import lax
 
 from .._checks import check_capacity, check_point, check_points
 from .._core import StreamLearner
-from ..pacbo import center_mask, kmeans, nearest_center
+from .lloyd import center_mask, kmeans, nearest_center
 
 Array = jax.Array
 
@@ -146,7 +146,8 @@ def online_kmeans(n_clusters: int, *, step_exponent: float = 1.0) -> StreamLearn
     def _init(key, x_init, params=None):
         return init(key, x_init, defaults if params is None else params, n_clusters=k)
 
-    return StreamLearner(_init, update, predict, loss, defaults)
+    return StreamLearner(_init, update, predict, loss, defaults,
+                         dict(learner="online_kmeans", n_clusters=k))
 
 
 # ----------------------------------------------------------------------------

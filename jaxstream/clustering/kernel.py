@@ -1,0 +1,269 @@
+"""Reversible-jump independence Metropolis–Hastings over (k, centres), proposals scored as one batch.
+
+A round's proposal family g is a fixed mixture over a few rows (in PACBO the
+k-means rows for k̂ − 1, k̂, k̂ + 1 of the round's start, `ProposalFamily`)::
+
+    g(k, c) = w_r · (1/S)·Σ_u t_ν(c; m_r, u²·diag(s_{r,j}²))        (row r has k_r = k)
+
+with w_r fixed row weights, u one of S scale multipliers, and t_ν the
+(k·d)-dimensional Student t (ν = ``df`` degrees of freedom) of all active
+centres together, located at the row's means, with shape s_{r,j}² on the d
+coordinates of centre j (one χ² mixing variable per proposal: cheaper to
+draw than one per centre, and heavier-tailed jointly). g does not depend on the
+chain's state, so the chain is an independence sampler on the union of the
+rows' dimensions: a proposal x' is accepted with probability
+min(1, w(x')/w(x)), w = target/g. It is exactly reversible with respect to
+the target restricted to the rows' values of k (in PACBO: {k̂−1, k̂, k̂+1}),
+whatever the rows' means and scales are.
+
+Label switching: a target that is symmetric in the centres (PACBO's is)
+has k! copies of every partition. g sits at one labelling (its rows'), so
+with well-separated rows the chain visits one copy and its k-marginal is
+∝ Z_k/k!, i.e. it samples partitions (unordered sets of centres) under the
+prior q(k)/k! on them. ``symmetrize=True`` proposes ĝ, g followed by a
+uniformly random relabelling, whose density sums over the k! relabellings;
+the chain then samples the ordered-tuple target exactly (tested against
+quadrature), at a cost in p! that only small p can afford.
+
+Because proposals do not depend on the state, all N proposals of a chain are
+drawn up front and their log targets computed in one batched call
+(``logdensity_fn(centers (N, p, d), k (N,)) -> (N,)``); the chain itself is
+then a `lax.scan` over N scalars. Several chains (``n_chains``) are a leading
+axis of the same batch.
+
+Shape (BlackJAX style): `ChainState`, `ChainInfo`, `init`,
+`build_kernel` (one step), `sample_chain` (N steps, batched), and
+`log_proposal_density` / `sample_proposals`.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import gammaln
+
+from .lloyd import CENTER_BLOCK
+
+Array = jax.Array
+LogDensityFn = Callable[[Array, Array], Array]
+
+__all__ = ["ProposalFamily", "ChainState", "ChainInfo", "log_proposal_density", "sample_proposals",
+           "init", "build_kernel", "sample_chain"]
+
+
+class ProposalFamily(NamedTuple):
+    """A fixed mixture of independent Student-t proposals (R rows).
+
+    Attributes:
+      n_clusters: (R,) int32 k of each row (distinct among rows with weight > 0).
+      log_weights: (R,) log probability of each row (−inf for unused rows).
+      means: (R, p, d) locations (first k_r slots used).
+      scales: (R, p) per-centre scales s (the t's shape matrix is s²·I).
+      scale_mults: (S,) multipliers of all scales; a proposal uses one,
+        chosen uniformly (a scale mixture: g sums over them). Default (1,).
+    """
+
+    n_clusters: Array
+    log_weights: Array
+    means: Array
+    scales: Array
+    scale_mults: Array = None
+
+
+class ChainState(NamedTuple):
+    """State of the chain.
+
+    Attributes:
+      centers: (p, d) (first `n_clusters` active, zeros after).
+      n_clusters: () int32.
+      logdensity: () log target at this state.
+      log_weight: () logdensity − log g (the independence sampler's weight).
+    """
+
+    centers: Array
+    n_clusters: Array
+    logdensity: Array
+    log_weight: Array
+
+
+class ChainInfo(NamedTuple):
+    """Per step (leading axis N in `sample_chain`).
+
+    Attributes:
+      n_clusters: () k of the chain after the step.
+      proposed_k: () k of the proposal.
+      acceptance_prob: () min(1, w(x')/w(x)).
+      is_accepted: () bool.
+      scale_index: () int32 which of the family's scale multipliers the proposal used.
+    """
+
+    n_clusters: Array
+    proposed_k: Array
+    acceptance_prob: Array
+    is_accepted: Array
+    scale_index: Array
+
+
+def _log_t_joint(q, log_det_half, n, df: int) -> Array:
+    """log density of an n-dim Student t (df) with diagonal shape D at Mahalanobis² q = δᵀD⁻¹δ.
+
+    ``log_det_half`` is log √det D = Σ log(scale) over the n coordinates.
+    """
+    return (gammaln((df + n) / 2) - gammaln(df / 2) - (n / 2) * jnp.log(df * math.pi)
+            - log_det_half - ((df + n) / 2) * jnp.log1p(q / df))
+
+
+def log_proposal_density(centers: Array, n_clusters, family: ProposalFamily, df: int = 3,
+                         symmetrize: bool = False) -> Array:
+    """log g(k, c) for a state (−inf if no row has this k).
+
+    Args:
+      centers: (..., p, d); n_clusters: (...) k.
+      family: `ProposalFamily`.
+      df: degrees of freedom (static int).
+      symmetrize: the density of the proposal followed by a uniformly random
+        relabelling of the k active centres, ĝ(c) = (1/k!)·Σ_σ g(σ(c))
+        (static; enumerates the p! permutations, so only for small p).
+    """
+    if symmetrize:
+        p = centers.shape[-2]
+        if p > 6:
+            raise ValueError(f"symmetrize enumerates p! permutations; p={p} is too large")
+        k = jnp.asarray(n_clusters)
+        perms = np.array(list(itertools.permutations(range(p))))
+        first = np.arange(p)
+        vals = []
+        for perm in perms:
+            ok = jnp.all(jnp.where(first < k[..., None], perm < k[..., None], True), axis=-1)
+            lp = log_proposal_density(centers[..., perm, :], k, family, df)
+            vals.append(jnp.where(ok, lp, -jnp.inf))
+        n_perm = jnp.exp(gammaln(k + 1.0) + gammaln(p - k + 1.0))
+        return jax.nn.logsumexp(jnp.stack(vals), axis=0) - jnp.log(n_perm)
+    p, d = centers.shape[-2:]
+    k = jnp.asarray(n_clusters)
+    match = (family.n_clusters == k[..., None]) & jnp.isfinite(family.log_weights)  # (..., R)
+    r = jnp.argmax(match, axis=-1)
+    m = jnp.take(family.means, r, axis=0)                                    # (..., p, d)
+    s = jnp.take(family.scales, r, axis=0)                                   # (..., p)
+    active = jnp.arange(p) < k[..., None]
+    q = jnp.sum(jnp.where(active, jnp.sum((centers - m) ** 2, axis=-1) / s ** 2, 0.0), axis=-1)
+    log_s = jnp.sum(jnp.where(active, jnp.log(s), 0.0), axis=-1)
+    kd = (k * d).astype(q.dtype)
+    lps = [_log_t_joint(q / u ** 2, d * (log_s + k * jnp.log(u)), kd, df) for u in _mults(family)]
+    lp = jax.nn.logsumexp(jnp.stack(lps), axis=0) - math.log(len(lps))
+    lw = jnp.take(family.log_weights, r)
+    return jnp.where(jnp.any(match, axis=-1), lw + lp, -jnp.inf)
+
+
+def _mults(family: ProposalFamily):
+    if family.scale_mults is None:
+        return (1.0,)
+    return tuple(family.scale_mults[i] for i in range(family.scale_mults.shape[0]))
+
+
+def sample_proposals(key, family: ProposalFamily, n: int, df: int = 3, symmetrize: bool = False):
+    """n independent draws from g (from ĝ, with the active centres randomly relabelled, if `symmetrize`).
+
+    Returns:
+      ``(centers (n, p, d), n_clusters (n,) int32, log_g (n,), mult_index (n,) int32)``.
+    """
+    _, p, d = family.means.shape
+    dtype = family.means.dtype
+    k_row, k_noise, k_mult, k_chi = jax.random.split(key, 4)
+    r = jax.random.categorical(k_row, family.log_weights, shape=(n,))
+    k = family.n_clusters[r]
+    # Normal noise for the first block of slots up front; further blocks only as far as the
+    # largest k drawn (a loop with a dynamic trip count): most rounds need one block, and
+    # drawing all p slots' noise dominated the cost of a round.
+    blk = min(CENTER_BLOCK, p)
+    nb = -(-p // blk)
+    z = jnp.zeros((n, nb * blk, d), dtype).at[:, :blk].set(jax.random.normal(k_noise, (n, blk, d), dtype))
+
+    def more(b, z):
+        w = jax.random.normal(jax.random.fold_in(k_noise, b), (n, blk, d), dtype)
+        return lax.dynamic_update_slice_in_dim(z, w, b * blk, axis=1)
+
+    z = lax.fori_loop(1, (jnp.max(k) + blk - 1) // blk, more, z)[:, :p]
+    chi2 = jnp.sum(jax.random.normal(k_chi, (n, df), dtype) ** 2, axis=1)
+    mults = jnp.stack(_mults(family)).astype(dtype)
+    u = jax.random.randint(k_mult, (n,), 0, mults.shape[0])
+    scale = family.scales[r] * (mults[u] * jnp.sqrt(df / chi2))[:, None]
+    c = family.means[r] + scale[..., None] * z
+    c = jnp.where((jnp.arange(p)[None, :] < k[:, None])[..., None], c, 0.0)
+    if symmetrize:
+        # A uniform relabelling of the first k slots: sort random keys, inactive slots last.
+        zz = jax.random.uniform(jax.random.fold_in(key, 1), (n, p))
+        zz = jnp.where(jnp.arange(p)[None, :] < k[:, None], zz, 2.0 + jnp.arange(p)[None, :])
+        c = jnp.take_along_axis(c, jnp.argsort(zz, axis=1)[..., None], axis=1)
+    return c, k.astype(jnp.int32), log_proposal_density(c, k, family, df, symmetrize), u
+
+
+def init(centers: Array, n_clusters, logdensity_fn: LogDensityFn, family: ProposalFamily,
+         df: int = 3, symmetrize: bool = False) -> ChainState:
+    """Chain state at (centres, k) for a target and a proposal family."""
+    k = jnp.asarray(n_clusters, jnp.int32)
+    ld = logdensity_fn(centers[None], k[None])[0]
+    lg = log_proposal_density(centers, k, family, df, symmetrize)
+    return ChainState(centers, k, ld, _weight(ld, lg))
+
+
+def _weight(ld, lg):
+    # A state outside the target's support (ld = −inf) must always be left.
+    return jnp.where(jnp.isneginf(ld), -jnp.inf, ld - lg)
+
+
+def _accept_scan(log_u: Array, w_prop: Array, w0):
+    """The MH chain over precomputed weights: returns (index of the final state or −1, per-step info)."""
+    def body(carry, inp):
+        w_cur, cur = carry
+        lu, wp, i = inp
+        log_a = wp - w_cur
+        log_a = jnp.where(jnp.isnan(log_a), jnp.where(jnp.isneginf(w_cur), 0.0, -jnp.inf), log_a)
+        acc = lu < log_a
+        cur = jnp.where(acc, i, cur)
+        return (jnp.where(acc, wp, w_cur), cur), (cur, acc, jnp.exp(jnp.minimum(log_a, 0.0)))
+
+    n = log_u.shape[0]
+    (_, last), (idx, acc, prob) = lax.scan(body, (w0, jnp.asarray(-1, jnp.int32)),
+                                           (log_u, w_prop, jnp.arange(n, dtype=jnp.int32)))
+    return last, idx, acc, prob
+
+
+def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: ProposalFamily,
+                 n_steps: int, df: int = 3, symmetrize: bool = False) -> tuple[ChainState, ChainInfo]:
+    """`n_steps` independence MH steps from `state`, the proposals' log targets in one batched call.
+
+    With ``symmetrize`` (static) the proposal is ĝ (`log_proposal_density`) and
+    `state` must come from `init` with the same flag.
+
+    Returns:
+      ``(final_state, infos)``, infos with leading axis `n_steps`.
+    """
+    k_prop, k_u = jax.random.split(key)
+    c, k, lg, u = sample_proposals(k_prop, family, n_steps, df, symmetrize)
+    ld = logdensity_fn(c, k)
+    w = _weight(ld, lg)
+    log_u = jnp.log(jax.random.uniform(k_u, (n_steps,), w.dtype))
+    last, idx, acc, prob = _accept_scan(log_u, w, state.log_weight)
+    pick = jnp.maximum(last, 0)
+    moved = last >= 0
+    final = ChainState(jnp.where(moved, c[pick], state.centers), jnp.where(moved, k[pick], state.n_clusters),
+                       jnp.where(moved, ld[pick], state.logdensity),
+                       jnp.where(moved, w[pick], state.log_weight))
+    k_path = jnp.where(idx >= 0, k[jnp.maximum(idx, 0)], state.n_clusters)
+    return final, ChainInfo(k_path, k, prob, acc, u)
+
+
+def build_kernel(logdensity_fn: LogDensityFn, family: ProposalFamily, df: int = 3) -> Callable:
+    """One independence MH step ``kernel(key, state) -> (state, ChainInfo)`` (BlackJAX shape)."""
+    def kernel(key, state: ChainState):
+        new, info = sample_chain(key, state, logdensity_fn, family, 1, df)
+        return new, jax.tree_util.tree_map(lambda a: a[0], info)
+
+    return kernel

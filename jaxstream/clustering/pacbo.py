@@ -1,0 +1,543 @@
+"""PAC-Bayesian online clustering (PACBO): the online learner.
+
+Li, Guedj & Loustau, "A quasi-Bayesian perspective to online clustering",
+Electron. J. Stat. 12 (2018); the authors' R package PACBO 0.1.0.
+
+After each observation x_t the learner keeps the Gibbs quasi-posterior of
+`jaxstream.clustering.quasi_posterior` over partitions c = (c_1 … c_k),
+1 ≤ k ≤ p (``max_clusters``), and draws the next partition ĉ_{t+1} from it
+with one short reversible-jump chain per round. A round:
+
+1. records the prequential loss ℓ(ĉ_t, x_t) and stores x_t in the history;
+2. computes the k-means rows for k̂ − 1, k̂, k̂ + 1, warm-started from ĉ_t
+   (`jaxstream.clustering.lloyd.proposal_rows`, a few Lloyd iterations on the
+   active slots only);
+3. fixes the round's target: λ_t, λ_{2,s}, the price of a centre and the
+   prior rate η_t (`quasi_posterior`), all functions of the history and ĉ_t;
+4. fixes the proposal family: a row drawn uniformly among the valid ones,
+   then each centre c'_j ~ t_3(m_j, s_j²·I) around the row's k-means centre,
+   with a per-centre scale in the data's units
+   ``s_j = exp(log_scale) / √(2·λ_t·n_j)`` (n_j the points of cluster j: the
+   spread of the quasi-posterior of c_j when its points are fixed);
+5. runs ``n_chains`` independence MH chains of ``n_steps`` steps from
+   (k̂, ĉ_t) (`jaxstream.clustering.kernel`): all proposals' energies in one
+   batched call, then a scan over scalars. Each round's chain is exactly
+   reversible for the round's target restricted to k ∈ {k̂−1, k̂, k̂+1}; k̂
+   can move by one per round;
+6. combines the chains: ĉ_{t+1} is the last state of one chain picked
+   uniformly at random (so it has the law of a single chain's output);
+   P(k) (``info.k_probs``) is the share of steps, over all chains, spent at
+   each k;
+7. adapts ``log_scale`` between rounds (never within one, so each round's
+   chain stays reversible): ``log_scale += adapt_rate·(acceptance −
+   target_acceptance)``, clipped to [log 1/4, log 4].
+
+Labels: each centre slot carries a stable integer id. After each round the
+new centres are matched to the old ones (`match_labels`, greedy by
+distance): a cluster keeps its label when others appear or vanish, a new
+cluster gets a label never used before; `predict` returns ids, not slots.
+
+Radius: with ``radius=R`` the prior ball is centred at the origin (spec) and
+a point outside it is learned as it is with ``info.outside_radius`` True (the
+wrapper raises instead). With ``radius=None`` (NaN in the params) the learner
+standardises the ball to the stream: its centre o is the mean of ``x_init``
+(or the first point) and R_t = max_{s≤t} ||x_s − o|| grows with the stream,
+so no later point is ever outside it. λ_t uses R_t (λ can only decrease when R
+grows). A radius of 0 (all points equal so far) is treated as 1 in λ.
+
+History: a ``history_size`` buffer of points with the loss of their
+prediction and their arrival index. ``history_policy="reservoir"`` keeps a
+uniform sample of everything seen (Vitter's algorithm R) and multiplies the
+buffer's sum by n_seen/n_stored; ``"window"`` keeps the last
+``history_size`` points and uses them as if the stream started there (λ uses
+the window's size): the clustering forgets and follows moving groups.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple, Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._checks import check_capacity, check_point, check_points, is_concrete
+from .._core import StreamLearner
+from . import kernel as K
+from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
+from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, log_target_fn,
+                              prior_rate)
+
+Array = jax.Array
+HISTORY_POLICIES = ("reservoir", "window")
+_LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
+
+__all__ = ["Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
+           "soft_loss", "soft_assign", "cluster_sizes", "match_labels", "round_target", "RoundTarget",
+           "effective_count", "check_radius", "pacbo", "HISTORY_POLICIES"]
+
+
+class Params(NamedTuple):
+    """Numeric hyper-parameters (scalars; vmappable).
+
+    Attributes:
+      radius: R, a bound on ||x_t|| (ball centred at the origin); NaN: learned
+        from the stream (module docstring).
+      lambda_scale: λ_n = lambda_scale·(d+2)/(R·max(n−1,1)^lambda_power); 5 =
+        2.5·coeff, the R package's online mode (spec).
+      lambda_power: 0.5 (theory: λ ∝ 1/√T).
+      lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
+      prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
+      price_scale: a centre costs price_scale × the saving expected from
+        splitting an average pure-noise cluster (`quasi_posterior`; 3).
+      proposal_scale: initial multiplier of the per-centre proposal scales (1).
+      scale_spread: each round proposes at the scales exp(log_scale)·spread^{∓1} (1.5).
+      adapt_rate: step of the adaptation of log_scale between rounds, in units
+        of log(scale_spread) (1; 0 = off).
+      stay_prob: probability that a proposal comes from the k̂ row (the k̂ ± 1
+        rows share the rest; 1/2).
+    """
+
+    radius: Array
+    lambda_scale: Array
+    lambda_power: Array
+    lambda2_scale: Array
+    prior_scale: Array
+    price_scale: Array
+    proposal_scale: Array
+    scale_spread: Array
+    adapt_rate: Array
+    stay_prob: Array
+
+
+def default_params(radius: Optional[float] = None, *, lambda_scale: float = 5.0,
+                   lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
+                   price_scale: float = 3.0, proposal_scale: float = 1.0,
+                   scale_spread: float = 1.5, adapt_rate: float = 1.0,
+                   stay_prob: float = 0.5) -> Params:
+    """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream."""
+    r = float("nan") if radius is None else radius
+    vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, proposal_scale,
+            scale_spread, adapt_rate, stay_prob)
+    return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
+
+
+class State(NamedTuple):
+    """PACBO learner state (p = ``max_clusters``, H = ``history_size``).
+
+    Attributes:
+      centers: (p, d) centre slots; the first `n_clusters` are active (zeros after).
+      n_clusters: () int32 k̂ in 1..p.
+      ids: (p,) int32 stable label of each active slot (−1 for inactive slots).
+      next_id: () int32 the next unused label.
+      history: (H, d) stored points (first `n_stored` valid).
+      history_loss: (H,) ℓ(ĉ_s, x_s) of the partition predicted for each point.
+      history_index: (H,) int32 arrival index s ≥ 1.
+      n_stored: () int32; n_seen: () int32.
+      origin: (d,) centre of the prior ball.
+      radius: () R in use (fixed, or learned: max ||x_s − origin||).
+      log_scale: () log multiplier of the proposal scales (adapted between rounds).
+      k_probs: (p,) P(k = j+1) estimated by the last round's chains.
+      params: `Params`.
+    """
+
+    centers: Array
+    n_clusters: Array
+    ids: Array
+    next_id: Array
+    history: Array
+    history_loss: Array
+    history_index: Array
+    n_stored: Array
+    n_seen: Array
+    origin: Array
+    radius: Array
+    log_scale: Array
+    k_probs: Array
+    params: Params
+
+
+class Info(NamedTuple):
+    """What `update` reports about one round.
+
+    Attributes:
+      loss: prequential loss ℓ(ĉ_t, x_t) of the partition before learning x_t.
+      n_clusters: k̂ after the round (the partition that predicts x_{t+1}).
+      acceptance_rate: share of the round's MH proposals accepted (all chains).
+      k_probs: (p,) P(k) over the round's chains and steps.
+      proposal_scale: the multiplier exp(log_scale) the round used.
+      prior_rate: η_t, log q(k) = −η_t·k.
+      radius: R_t used by the round.
+      outside_radius: ||x_t − origin|| > R (fixed radius only; see module docstring).
+    """
+
+    loss: Array
+    n_clusters: Array
+    acceptance_rate: Array
+    k_probs: Array
+    proposal_scale: Array
+    prior_rate: Array
+    radius: Array
+    outside_radius: Array
+
+
+def _cast_params(params: Params, dtype) -> Params:
+    return Params(*(jnp.asarray(v, dtype) for v in params))
+
+
+def effective_count(state: State, history_policy: str = "reservoir") -> tuple[Array, Array]:
+    """(n, weight): the number of points S stands for, and the multiplier of the buffer's sum."""
+    dtype = state.centers.dtype
+    if history_policy == "reservoir":
+        return state.n_seen, state.n_seen.astype(dtype) / jnp.maximum(state.n_stored, 1).astype(dtype)
+    if history_policy == "window":
+        return state.n_stored, jnp.ones((), dtype)
+    raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+
+
+def _insert(key, state: State, x: Array, pred_loss: Array, policy: str) -> State:
+    """Add one point to the history (reservoir or window)."""
+    H = state.history.shape[0]
+    n = state.n_seen + 1
+    if policy == "reservoir":
+        j = jax.random.randint(key, (), 0, jnp.maximum(n, 1), dtype=jnp.int32)
+        slot = jnp.where(n <= H, n - 1, j)
+        store = (n <= H) | (j < H)
+    else:
+        slot = (n - 1) % H
+        store = jnp.asarray(True)
+    slot = jnp.clip(slot, 0, H - 1)
+    put = lambda buf, v: jnp.where(store, buf.at[slot].set(v), buf)
+    return state._replace(history=put(state.history, x),
+                          history_loss=put(state.history_loss, pred_loss),
+                          history_index=put(state.history_index, n),
+                          n_stored=jnp.minimum(n, H).astype(jnp.int32),
+                          n_seen=n.astype(jnp.int32))
+
+
+def check_radius(xs, radius, name: str = "xs", origin=None) -> None:
+    """Raise ValueError if a row of `xs` (n, d) lies farther than `radius` from `origin` (host side)."""
+    xs = np.asarray(xs, np.float64).reshape(-1, np.shape(xs)[-1])
+    o = 0.0 if origin is None else np.asarray(origin, np.float64)
+    norms = np.linalg.norm(xs - o, axis=1)
+    bad = np.flatnonzero(norms > float(radius) * (1 + 1e-6))
+    if bad.size:
+        raise ValueError(
+            f"{name} has {bad.size} point(s) outside the radius R={float(radius):.6g} the learner "
+            f"was built for (first at index {bad[0]}, norm {norms[bad[0]]:.6g}); PACBO assumes "
+            "||x|| <= R: build the learner with a larger radius, or radius=None to learn it")
+
+
+def init(key, x_init, params: Optional[Params] = None, *, max_clusters: int = 50,
+         history_size: int = 256, history_policy: str = "reservoir") -> State:
+    """Initial state: one centre (at the mean of ``x_init``, or the ball's centre), the points stored.
+
+    Args:
+      key: PRNG key (reservoir draws when ``x_init`` exceeds the history).
+      x_init: (n0, d) initial points, n0 ≥ 0.
+      params: `Params` (default `default_params()`: radius learned).
+      max_clusters, history_size, history_policy: static (see `pacbo`).
+
+    Returns:
+      A `State` with params cast to the dtype of ``x_init``.
+
+    Raises:
+      ValueError (concrete inputs): bad shape or non-finite ``x_init``; a
+      fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
+    """
+    p = check_capacity(max_clusters, "max_clusters")
+    H = check_capacity(history_size, "history_size")
+    if history_policy not in HISTORY_POLICIES:
+        raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+    x_init = check_points(x_init, "x_init")
+    n0, d = x_init.shape
+    dtype = x_init.dtype
+    params = _cast_params(default_params() if params is None else params, dtype)
+    if is_concrete(params.radius) and not np.isnan(np.asarray(params.radius)):
+        r = float(params.radius)
+        if not (r > 0 and np.isfinite(r)):
+            raise ValueError(f"radius must be a positive finite number (or None to learn it); got {r}")
+        if is_concrete(x_init):
+            check_radius(x_init, r, "x_init")
+    learned = jnp.isnan(params.radius)
+    mean = jnp.mean(x_init, axis=0) if n0 else jnp.zeros((d,), dtype)
+    origin = jnp.where(learned, mean, jnp.zeros((d,), dtype))
+    spread = jnp.max(jnp.linalg.norm(x_init - origin, axis=1)) if n0 else jnp.zeros((), dtype)
+    radius = jnp.where(learned, spread, params.radius)
+    k_probs = jnp.zeros((p,), dtype).at[0].set(1.0)
+    state = State(centers=jnp.zeros((p, d), dtype).at[0].set(mean if n0 else origin),
+                  n_clusters=jnp.asarray(1, jnp.int32),
+                  ids=jnp.full((p,), -1, jnp.int32).at[0].set(0), next_id=jnp.asarray(1, jnp.int32),
+                  history=jnp.zeros((H, d), dtype), history_loss=jnp.zeros((H,), dtype),
+                  history_index=jnp.zeros((H,), jnp.int32),
+                  n_stored=jnp.asarray(0, jnp.int32), n_seen=jnp.asarray(0, jnp.int32),
+                  origin=origin, radius=radius, log_scale=jnp.log(params.proposal_scale),
+                  k_probs=k_probs, params=params)
+    if n0 == 0:
+        return state
+    pred = jnp.sum((x_init - mean) ** 2, axis=1)
+
+    def body(s, inp):
+        i, x, l = inp
+        return _insert(jax.random.fold_in(key, i), s, x, l, history_policy), None
+
+    state, _ = lax.scan(body, state, (jnp.arange(n0), x_init, pred))
+    return state
+
+
+def _flat(state: State, x):
+    x = jnp.asarray(x, state.centers.dtype)
+    return x, x.reshape(-1, x.shape[-1])
+
+
+def _active(state: State) -> Array:
+    return center_mask(state.n_clusters, state.centers.shape[0])
+
+
+def loss(state: State, x: Array) -> Array:
+    """ℓ(ĉ, x) = min over active centres of ||x − c_j||², for x of shape (..., d)."""
+    x, flat = _flat(state, x)
+    l, _ = nearest_center(flat, state.centers, _active(state))
+    return l.reshape(x.shape[:-1])
+
+
+def predict(state: State, x: Array) -> Array:
+    """Stable label (`State.ids` of the nearest active centre, int32) of x of shape (..., d)."""
+    x, flat = _flat(state, x)
+    _, a = nearest_center(flat, state.centers, _active(state))
+    return state.ids[a].reshape(x.shape[:-1])
+
+
+def soft_loss(state: State, x: Array, temperature) -> Array:
+    """−T·logsumexp(−||x − c_j||²/T) over active centres: a smooth `loss` (→ loss as T → 0)."""
+    x, flat = _flat(state, x)
+    d2 = sq_distances(flat, state.centers)
+    s = jax.nn.logsumexp(jnp.where(_active(state)[None, :], -d2 / temperature, -jnp.inf), axis=1)
+    return (-temperature * s).reshape(x.shape[:-1])
+
+
+def _within_variance(state: State) -> Array:
+    """Per-coordinate within-cluster variance of the stored points under ĉ."""
+    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    l, _ = nearest_center(state.history, state.centers, _active(state))
+    d = state.centers.shape[1]
+    return jnp.sum(jnp.where(pm, l, 0.0)) / (d * jnp.maximum(state.n_stored - state.n_clusters, 1))
+
+
+def soft_assign(state: State, x: Array, temperature=None) -> Array:
+    """Soft assignments: (..., p) probabilities ∝ exp(−||x − c_j||²/T) over active slots.
+
+    Args:
+      state: `State`.
+      x: (..., d).
+      temperature: T; None uses 2σ̂², σ̂² the within-cluster variance per
+        coordinate of the stored points (Gaussian clusters' responsibilities).
+
+    Returns:
+      (..., p) rows summing to 1 (zeros on inactive slots; slot j has label ``state.ids[j]``).
+    """
+    x, flat = _flat(state, x)
+    T = 2.0 * _within_variance(state) if temperature is None else temperature
+    T = jnp.maximum(T, jnp.finfo(flat.dtype).tiny)
+    d2 = sq_distances(flat, state.centers)
+    pr = jax.nn.softmax(jnp.where(_active(state)[None, :], -d2 / T, -jnp.inf), axis=1)
+    return pr.reshape(x.shape[:-1] + (state.centers.shape[0],))
+
+
+def cluster_sizes(state: State, history_policy: str = "reservoir") -> Array:
+    """(p,) estimated number of points of each active slot (stored points × n_seen/n_stored for a reservoir)."""
+    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    _, a = nearest_center(state.history, state.centers, _active(state))
+    counts = jnp.sum((a[None, :] == jnp.arange(state.centers.shape[0])[:, None]) & pm[None], axis=1)
+    _, weight = effective_count(state, history_policy)
+    return jnp.where(_active(state), counts * weight, 0.0)
+
+
+class RoundTarget(NamedTuple):
+    """A round's target and proposal family, fixed for its whole chain.
+
+    Attributes:
+      logdensity_fn: ``(centers (M, p, d), k (M,)) -> (M,)`` log target −λ·S + log π.
+      family: `jaxstream.clustering.kernel.ProposalFamily` (rows k̂−1, k̂, k̂+1).
+      row_ids: (3, p) int32 labels of each row's slots.
+      lam: λ of the round; eta: prior rate η; price: P (units of S).
+    """
+
+    logdensity_fn: K.LogDensityFn
+    family: K.ProposalFamily
+    row_ids: Array
+    lam: Array
+    eta: Array
+    price: Array
+
+
+def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iters: int = 5) -> RoundTarget:
+    """The round's quasi-posterior and proposal family (call after the new point is stored)."""
+    p, d = state.centers.shape
+    params = state.params
+    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    n_eff, weight = effective_count(state, history_policy)
+    R = jnp.where(state.radius > 0, state.radius, 1.0)
+    lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d)
+    lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d)
+    ball = params.prior_scale * R
+    rows = proposal_rows(state.history, pm, state.centers, state.n_clusters, state.ids, state.next_id,
+                         kmeans_iters)
+    k_top = rows.n_clusters[2].astype(lam.dtype)
+    price = centre_price(weight * rows.within_ss[2], k_top, n_eff.astype(lam.dtype), d,
+                         params.price_scale)
+    eta = prior_rate(lam, price, n_eff.astype(lam.dtype))
+    n_moves = jnp.sum(rows.valid) - 1
+    w_move = (1.0 - params.stay_prob) / jnp.maximum(n_moves, 1).astype(lam.dtype)
+    w = jnp.where(jnp.arange(3) == 1, jnp.where(n_moves > 0, params.stay_prob, 1.0), w_move)
+    log_w = jnp.where(rows.valid, jnp.log(w), -jnp.inf)
+    scales = jnp.exp(state.log_scale) / jnp.sqrt(2.0 * lam * jnp.maximum(weight * rows.counts, 1.0))
+    delta = jnp.log(params.scale_spread)
+    family = K.ProposalFamily(rows.n_clusters, log_w, rows.centers, scales,
+                              jnp.exp(jnp.stack([-delta, delta])))
+    fn = log_target_fn(state.history, pm, state.history_loss, lam2, weight, lam, state.origin, ball, eta)
+    return RoundTarget(fn, family, rows.ids, lam, eta, price)
+
+
+def match_labels(centers, n_clusters, old_centers, old_n_clusters, old_ids, next_id):
+    """Give each new centre the label of an old one: greedy matching by distance.
+
+    Repeatedly pairs the closest (new, old) active centres not yet paired
+    (min(k, k_old) pairs); an unpaired new centre (k grew) gets a fresh label
+    ``next_id``, ``next_id + 1``, …; the labels of unpaired old centres (k
+    shrank) are dropped and never reused.
+
+    Returns:
+      ``(ids (p,) int32 with −1 on inactive slots, next_id)``.
+    """
+    p = centers.shape[0]
+    idx = jnp.arange(p)
+    d2 = jnp.sum((centers[:, None, :] - old_centers[None, :, :]) ** 2, axis=-1)
+    valid = (idx[:, None] < n_clusters) & (idx[None, :] < old_n_clusters)
+    d2 = jnp.where(valid, d2, jnp.inf)
+
+    def body(_, carry):
+        d2, ids = carry
+        flat = jnp.argmin(d2)
+        a, b = flat // p, flat % p
+        ok = jnp.isfinite(d2[a, b])
+        ids = jnp.where(ok, ids.at[a].set(old_ids[b]), ids)
+        d2 = jnp.where(ok, d2.at[a, :].set(jnp.inf).at[:, b].set(jnp.inf), d2)
+        return d2, ids
+
+    n_pairs = jnp.minimum(n_clusters, old_n_clusters)
+    _, ids = lax.fori_loop(0, n_pairs, body, (d2, jnp.full((p,), -1, jnp.int32)))
+    fresh = (idx < n_clusters) & (ids < 0)
+    ids = jnp.where(fresh, next_id + jnp.cumsum(fresh) - 1, ids).astype(jnp.int32)
+    return ids, (next_id + jnp.sum(fresh)).astype(jnp.int32)
+
+
+def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5,
+           history_policy: str = "reservoir", df: int = 3) -> tuple[State, Info]:
+    """Learn one observation (module docstring, steps 1–7).
+
+    Args:
+      key: PRNG key of the round.
+      state: `State`.
+      x: (d,) observation.
+      n_steps, n_chains, kmeans_iters, history_policy, df: static (see `pacbo`).
+
+    Returns:
+      ``(new_state, Info)``.
+    """
+    p, d = state.centers.shape
+    check_point(x, d)
+    x = jnp.asarray(x, state.centers.dtype)
+    params = state.params
+    pred_loss = loss(state, x)
+    learned = jnp.isnan(params.radius)
+    first = state.n_seen == 0
+    origin = jnp.where(learned & first & (state.n_stored == 0), x, state.origin)
+    dist = jnp.sqrt(jnp.sum((x - origin) ** 2))
+    outside = ~learned & (dist > state.radius)
+    radius = jnp.where(learned, jnp.maximum(state.radius, dist), state.radius)
+    k_ins, k_chain, k_pick = jax.random.split(key, 3)
+    st = _insert(k_ins, state._replace(origin=origin, radius=radius), x, pred_loss, history_policy)
+    tgt = round_target(st, history_policy=history_policy, kmeans_iters=kmeans_iters)
+    chain0 = K.init(st.centers, st.n_clusters, tgt.logdensity_fn, tgt.family, df)
+    run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df)
+    finals, infos = jax.vmap(run)(jax.random.split(k_chain, n_chains))
+    # Combination: k̂ = the most frequent final k among the chains (ties: the
+    # smaller), ĉ = the slot-wise mean of the final centres of the chains that
+    # end at k̂ (the chains share the round's rows, so their slots are aligned).
+    counts_k = jnp.sum(finals.n_clusters[:, None] == finals.n_clusters[None, :], axis=1)
+    best = jnp.max(counts_k)
+    k_new = jnp.min(jnp.where(counts_k == best, finals.n_clusters, p + 1))
+    sel = (finals.n_clusters == k_new).astype(x.dtype)
+    centers_new = jnp.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
+    del k_pick
+    ids, next_id = match_labels(centers_new, k_new, st.centers, st.n_clusters, st.ids, st.next_id)
+    row = jnp.argmax((tgt.family.n_clusters == k_new) & jnp.isfinite(tgt.family.log_weights))
+    ids = tgt.row_ids[row]
+    grew = k_new > st.n_clusters
+    dtype = x.dtype
+    k_probs = jnp.mean((infos.n_clusters.reshape(-1)[:, None] == jnp.arange(1, p + 1)[None, :])
+                       .astype(dtype), axis=0)
+    acc = jnp.mean(infos.is_accepted.astype(dtype))
+    # Acceptance of an independence sampler is not monotone in the scale, so a
+    # target-acceptance (Robbins–Monro) rule collapses the scale when the best
+    # acceptance is below the target. Each round proposes at two scales,
+    # exp(log_scale ∓ δ) (a fixed scale mixture, part of g), and log_scale moves
+    # towards the one whose proposals were accepted more often.
+    prob = infos.acceptance_prob.reshape(-1)
+    up = infos.scale_index.reshape(-1) == 1
+    a_up = jnp.sum(jnp.where(up, prob, 0.0)) / jnp.maximum(jnp.sum(up), 1)
+    a_dn = jnp.sum(jnp.where(up, 0.0, prob)) / jnp.maximum(jnp.sum(~up), 1)
+    step = jnp.clip((a_up - a_dn) / (a_up + a_dn + 1e-3), -1.0, 1.0) * jnp.log(params.scale_spread)
+    log_scale = jnp.clip(st.log_scale + params.adapt_rate * step, *_LOG_SCALE_BOUNDS)
+    new_state = st._replace(centers=centers_new, n_clusters=k_new, ids=ids, next_id=next_id,
+                            log_scale=log_scale,
+                            k_probs=k_probs)
+    info = Info(loss=pred_loss, n_clusters=k_new, acceptance_rate=acc, k_probs=k_probs,
+                proposal_scale=jnp.exp(st.log_scale), prior_rate=tgt.eta, radius=st.radius,
+                outside_radius=outside)
+    return new_state, info
+
+
+def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *, n_chains: int = 1,
+          radius: Optional[float] = None, kmeans_iters: int = 5, history_policy: str = "reservoir",
+          df: int = 3, **param_overrides) -> StreamLearner:
+    """PACBO online clustering as a `jaxstream.StreamLearner`.
+
+    Args:
+      max_clusters: p, the largest number of centres (static; R package ``K_max`` = 50).
+      history_size: H, capacity of the history (static). A round costs
+        O(n_chains·n_steps·H·k̂·d); with H ≥ the stream's length S is exact.
+      n_steps: N, MH steps per chain and round (static; R package 500).
+      n_chains: chains per round, vmapped (static; module docstring for how
+        they are combined).
+      radius: R, a bound on ||x_t|| (None: learned from the stream, never raises).
+      kmeans_iters: Lloyd iterations of each k-means row (static).
+      history_policy: ``"reservoir"`` or ``"window"``.
+      df: degrees of freedom of the Student-t proposal (static int).
+      **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
+
+    Returns:
+      ``StreamLearner(init, update, predict, loss, params, config)``.
+    """
+    p = check_capacity(max_clusters, "max_clusters")
+    H = check_capacity(history_size, "history_size")
+    N = check_capacity(n_steps, "n_steps")
+    C = check_capacity(n_chains, "n_chains")
+    iters = check_capacity(kmeans_iters, "kmeans_iters", minimum=0)
+    df = check_capacity(df, "df")
+    if history_policy not in HISTORY_POLICIES:
+        raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+    defaults = default_params(radius, **param_overrides)
+
+    def _init(key, x_init, params=None):
+        return init(key, x_init, defaults if params is None else params, max_clusters=p,
+                    history_size=H, history_policy=history_policy)
+
+    _update = partial(update, n_steps=N, n_chains=C, kmeans_iters=iters, history_policy=history_policy,
+                      df=df)
+    config = dict(learner="pacbo", max_clusters=p, history_size=H, n_steps=N, n_chains=C,
+                  kmeans_iters=iters, history_policy=history_policy, df=df)
+    return StreamLearner(_init, _update, predict, loss, defaults, config)

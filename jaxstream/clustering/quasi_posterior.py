@@ -1,0 +1,188 @@
+"""PACBO's Gibbs quasi-posterior: energy, prior, temperature schedules, price of a centre.
+
+After t points the quasi-posterior over partitions c = (c_1 … c_k) is::
+
+    ρ̂(c) ∝ exp(−λ_t·S_t(c)) · q(k) · Π_{j≤k} U(c_j; ball(o, prior_scale·R))
+    S_t(c) = Σ_s ℓ(c, x_s) + (λ_{2,s}/2)·(ℓ(c, x_s) − ℓ(ĉ_s, x_s))²,   ℓ(c, x) = min_j ||x − c_j||²
+
+with U the uniform density on a ball of centre o (the origin, or the
+stream's first point when the radius is learned) and radius 1.5·R.
+
+Prior on k (``log q(k) = −η·k``, η ≥ 0, decreasing). Adding a centre can only
+lower S, so with a flat q the quasi-posterior's mass never decreases in k. A
+centre must pay for itself: we price it in the units of S. If a cluster of
+the current partition were one isotropic Gaussian in d dimensions, the best
+split of it by one extra centre would lower its within-cluster sum of squares
+W_j by the fraction 2/(π·d) (one coordinate's variance σ² drops to
+σ²·(1 − 2/π)). The price of a centre is ``price_scale`` times this expected
+saving for a cluster of average size::
+
+    P_t = price_scale · (2/π) · n̄ · σ̂²,    n̄ = n/(k̂+1),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
+
+where W_{k̂+1} is the (weighted) k-means loss of the round's k̂ + 1 row (the
+largest k the round can reach; using it avoids pricing the k̂ = 1 → 2 move by
+the spread of a single centre) and σ̂² its within-cluster variance per
+coordinate with the degrees of freedom the centres use up removed (without
+that correction the price vanishes as k̂ approaches n, and a short stream
+splits into singletons). A new centre is accepted when it saves
+``price_scale`` times what splitting an average pure-noise cluster would
+save; the prior rate is ``η_t = λ_t·P_t + log n`` (nats per centre). The
+log n floor is for empty centres: a centre that captures no point saves
+nothing and costs no volume either (its quasi-posterior is uniform over most
+of the ball), so only q stops it; with log n its odds are at most 1/n (we
+measured k drifting up with tight clusters, σ ≪ R, where λ·P ≈ 0). Default 3: on
+one isotropic Gaussian cluster in d dimensions a second centre lowers W by
+the fraction 2/(π·d), and the price at k̂ = 1 is then about 3/(π·d) of W_2,
+so a split is accepted only when W_2/W_1 < 1/(1 + 3/(π·d)), just below what
+pure noise gives (1 − 2/(π·d)); real structure gives far less (≈ 0.5 on the
+slides' four groups). Each centre also pays the uniform prior's volume
+(integrating it over the ball gives about ``(π/(λ·n_j))^{d/2} / vol(ball)``),
+which is what keeps a split of one cluster in two, whose saving grows like
+the price, from being accepted. We measured a variant that cancelled that
+volume term with η: it accepted spurious splits on short streams.
+
+P_t is a fixed function of the history and of ĉ, computed before the round's
+chain, so each round's target is fixed and its chain exactly reversible.
+
+Temperatures (spec, R package): λ_n = lambda_scale·(d+2)/(R·max(n−1, 1)^lambda_power)
+(lambda_scale = 2.5·coeff = 5, the R package's online mode) and
+λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import gammaln
+
+from .lloyd import CENTER_BLOCK, center_mask, nearest_center
+
+Array = jax.Array
+
+__all__ = ["lambda_schedule", "lambda2_schedule", "log_ball_volume", "log_prior", "centre_price",
+           "prior_rate", "quasi_posterior_energy", "energies", "log_target_fn"]
+
+
+def lambda_schedule(lambda_scale, lambda_power, radius, n, d: int) -> Array:
+    """λ_n = lambda_scale·(d+2) / (R·max(n−1, 1)^lambda_power)."""
+    n = jnp.maximum(jnp.asarray(n, jnp.result_type(radius)) - 1, 1.0)
+    return lambda_scale * (d + 2) / (radius * n ** lambda_power)
+
+
+def lambda2_schedule(lambda2_scale, prior_scale, radius, index, d: int) -> Array:
+    """λ_{2,s} = lambda2_scale·(d+2) / (√s·(prior_scale·R)^4) for arrival index s ≥ 1."""
+    s = jnp.maximum(jnp.asarray(index, jnp.result_type(radius)), 1.0)
+    return lambda2_scale * (d + 2) / (jnp.sqrt(s) * (prior_scale * radius) ** 4)
+
+
+def log_ball_volume(ball_radius, d: int) -> Array:
+    """log of the volume of a d-ball: (d/2)·log π − log Γ(d/2+1) + d·log r."""
+    return (d / 2) * math.log(math.pi) - gammaln(d / 2 + 1) + d * jnp.log(ball_radius)
+
+
+def log_prior(centers: Array, n_clusters, ball_center: Array, ball_radius, eta) -> Array:
+    """log π(c) up to a constant: −η·k − k·log vol(ball), −inf if a centre is outside the ball.
+
+    Args:
+      centers: (..., p, d); n_clusters: (...) k.
+      ball_center: (d,); ball_radius: ().
+      eta: () rate of the prior on k (log q(k) = −η·k + const).
+    """
+    p, d = centers.shape[-2:]
+    k = jnp.asarray(n_clusters)
+    mask = jnp.arange(p) < k[..., None]
+    r2 = jnp.sum((centers - ball_center) ** 2, axis=-1)
+    inside = jnp.all(jnp.where(mask, r2 <= ball_radius ** 2, True), axis=-1)
+    return jnp.where(inside, -k * (eta + log_ball_volume(ball_radius, d)), -jnp.inf)
+
+
+def centre_price(within_ss_next, k_next, n, d: int, price_scale) -> Array:
+    """P = price_scale·(2/π)·n̄·σ̂², in the units of S (module docstring).
+
+    n̄ = n/(k̂+1) is the average cluster size and σ̂² = W_{k̂+1}/(d·(n − k̂ − 1))
+    the within-cluster variance per coordinate (each centre uses up d degrees
+    of freedom; +inf when n ≤ k̂ + 1: no more centres than points).
+    """
+    dof = n - k_next
+    var = jnp.where(dof > 0, within_ss_next / (d * jnp.maximum(dof, 1e-30)), jnp.inf)
+    return price_scale * (2.0 / math.pi) * (n / k_next) * var
+
+
+def prior_rate(lam, price, n) -> Array:
+    """η = λ·P + log n: the rate of the prior on k (log q(k) = −η·k), in nats per centre."""
+    return jnp.maximum(lam * price, 0.0) + jnp.log(jnp.maximum(n, 1.0))
+
+
+def quasi_posterior_energy(centers: Array, n_clusters, points: Array, point_mask: Array,
+                           predicted_loss: Array, lambda2: Array, weight) -> Array:
+    """S(c) = weight · Σ_valid ℓ(c, x_s) + (λ_{2,s}/2)·(ℓ(c, x_s) − ℓ(ĉ_s, x_s))² (dense, differentiable).
+
+    Args:
+      centers: (p, d); n_clusters: () active prefix.
+      points: (H, d); point_mask: (H,) bool.
+      predicted_loss: (H,) ℓ(ĉ_s, x_s).
+      lambda2: (H,) λ_{2,s}.
+      weight: scalar multiplying the sum (n_seen / n_stored for a reservoir).
+    """
+    lc, _ = nearest_center(points, centers, center_mask(n_clusters, centers.shape[0]))
+    terms = lc + 0.5 * lambda2 * (lc - predicted_loss) ** 2
+    return weight * jnp.sum(jnp.where(point_mask, terms, 0.0))
+
+
+def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Array,
+             predicted_loss: Array, lambda2: Array, weight) -> Array:
+    """S for a batch of M partitions at once (the chain's proposals), one call.
+
+    Distances are computed for blocks of `CENTER_BLOCK` slots, up to the
+    block of the largest k in the batch (a loop with a dynamic trip count), so
+    the cost is O(M·H·max k·d), not O(M·H·p·d).
+
+    Args:
+      centers: (M, p, d); n_clusters: (M,) int32.
+      points_t: (d, H) stored points, transposed; point_mask: (H,) bool.
+      predicted_loss, lambda2: (H,); weight: ().
+
+    Returns:
+      (M,) energies.
+    """
+    M, p, d = centers.shape
+    blk = min(CENTER_BLOCK, p)
+    nb = -(-p // blk)
+    # Slot-major (slots, M, d), inactive slots at +inf (their distances are +inf and never win):
+    # the minimum over a block is then a min of `blk` contiguous (M, H) planes, with no mask.
+    live = jnp.arange(p)[:, None] < n_clusters[None, :]
+    cs = jnp.where(live[:, :, None], jnp.swapaxes(centers, 0, 1), jnp.inf)
+    cs = jnp.concatenate([cs, jnp.full(((nb * blk) - p, M, d), jnp.inf, centers.dtype)])
+    H = points_t.shape[1]
+
+    def block(b):
+        cb = lax.dynamic_slice_in_dim(cs, b * blk, blk)                 # (blk, M, d)
+        d2 = None
+        for j in range(d):  # coordinate-unrolled: no (blk, M, H, d) intermediate
+            diff = cb[:, :, j, None] - points_t[j][None, None, :]
+            d2 = diff * diff if d2 is None else d2 + diff * diff
+        return jnp.min(d2, axis=0)
+
+    n_blocks = (jnp.clip(jnp.max(n_clusters), 1, p) + blk - 1) // blk
+    lc = lax.fori_loop(1, n_blocks, lambda b, acc: jnp.minimum(acc, block(b)), block(0))
+    terms = lc + 0.5 * lambda2[None] * (lc - predicted_loss[None]) ** 2
+    return weight * jnp.sum(jnp.where(point_mask[None], terms, 0.0), axis=1)
+
+
+def log_target_fn(points: Array, point_mask: Array, predicted_loss: Array, lambda2: Array, weight,
+                  lam, ball_center: Array, ball_radius, eta) -> Callable[[Array, Array], Array]:
+    """The round's log target ``(centers (M, p, d), k (M,)) -> −λ·S(c) + log π(c)`` (batched).
+
+    Args: as `energies` (with points (H, d), not transposed) and `log_prior`;
+      lam: λ of the round.
+    """
+    points_t = points.T
+
+    def fn(centers, k):
+        e = energies(centers, k, points_t, point_mask, predicted_loss, lambda2, weight)
+        return -lam * e + log_prior(centers, k, ball_center, ball_radius, eta)
+
+    return fn
