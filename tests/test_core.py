@@ -306,3 +306,13 @@ def test_chunked_errors_resume_from_generator(data, tmp_path):
     np.testing.assert_array_equal(res.losses, tr)
     with pytest.raises(ValueError, match="chunk_size"):
         js.run_stream_chunked(L, key, blocks(), s0, chunk_size=5, checkpoint=ckpt, resume=True, keep_losses=True)
+
+
+def test_run_streams_under_jit_equals_eager(data):
+    L = mean_learner()
+    keys = jax.random.split(jax.random.key(1), 3)
+    xs = np.stack([np.roll(data, i, axis=0) for i in range(3)])
+    states = js.init_streams(L, keys, xs[:, :5])
+    eager = js.run_streams(L, keys, xs[:, 5:], states)
+    jitted = jax.jit(lambda x, s: js.run_streams(L, keys, x, s))(xs[:, 5:], states)
+    chex.assert_trees_all_close(eager, jitted, rtol=1e-6)
