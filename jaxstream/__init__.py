@@ -1,8 +1,8 @@
 """jaxstream: online learning of data-stream summaries in JAX."""
-from ._core import (ChunkedResult, StreamLearner, init_streams, run_stream, run_stream_chunked,
-                    run_streams)
-from . import datasets, geometry
-from . import principal_curves
+from ._core import (ChunkedResult, StreamLearner, init_streams, read_csv_blocks, read_npy_blocks,
+                    run_stream, run_stream_chunked, run_streams)
+from . import checkpoint, datasets, geometry
+from . import curves, principal_curves
 from .principal_curves import SLPC, slpc
 from . import clustering
 from .clustering import PACBO
@@ -20,8 +20,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "StreamLearner", "ChunkedResult", "run_stream", "run_streams", "init_streams",
-    "run_stream_chunked", "datasets", "geometry",
-    "principal_curves", "slpc", "SLPC",
+    "run_stream_chunked", "read_npy_blocks", "read_csv_blocks", "checkpoint", "datasets", "geometry",
+    "curves", "principal_curves", "slpc", "SLPC",
     "clustering", "pacbo", "PACBO",
     "landmarks", "embedding", "networks", "landmark_mds", "LandmarkMDS",
 ]

@@ -1,1 +1,0 @@
-"""Baselines the learners are compared with (batch or simpler online methods)."""
