@@ -155,7 +155,7 @@ def quality(args, learner):
     print(f"Gap statistic (batch, all {T} points, k_max=10, B={args.gap_refs}): k̂ = {gk} -> "
           f"{sum(k == 4 for k in gk)}/{S} at 4")
     print(f"loss of the true means (floor): {mean_sd(floor)}; oracle knowing each group's mean from "
-          f"its first point on: {mean_sd([oracle_loss(x, MEANS4[l], l) for x, l in data])}")
+          f"its first point on: {mean_sd([oracle_loss(x, MEANS4, l) for x, l in data])}")
 
 
 def growing(args, learner):

@@ -196,7 +196,9 @@ def test_proposal_rows_match_numpy(k):
 
 def test_price_and_schedules_match_formulas():
     d, n, k1, W = 3, 50.0, 4.0, 120.0
-    assert float(Q.centre_price(W, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * W / (d * (n - k1)))
+    var = W / (d * (n - k1))
+    assert float(Q.centre_price(W, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
+    assert float(Q.centre_price(W, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * W / (d * (n - 40)))
     assert np.isinf(float(Q.centre_price(W, k1, 4.0, d, 3.0)))  # no more centres than points
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
     assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2)) == pytest.approx(5 * 4 / (10 * 4))

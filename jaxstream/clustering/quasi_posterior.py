@@ -17,14 +17,17 @@ W_j by the fraction 2/(π·d) (one coordinate's variance σ² drops to
 σ²·(1 − 2/π)). The price of a centre is ``price_scale`` times this expected
 saving for a cluster of average size::
 
-    P_t = price_scale · (2/π) · n̄ · σ̂²,    n̄ = n/(k̂+1),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
+    P_t = σ̂² · max(price_scale · (2/π) · n̄, d·log n),    n̄ = n/(k̂+1),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
 
 where W_{k̂+1} is the (weighted) k-means loss of the round's k̂ + 1 row (the
 largest k the round can reach; using it avoids pricing the k̂ = 1 → 2 move by
 the spread of a single centre) and σ̂² its within-cluster variance per
 coordinate with the degrees of freedom the centres use up removed (without
 that correction the price vanishes as k̂ approaches n, and a short stream
-splits into singletons). A new centre is accepted when it saves
+splits into singletons). The floor d·σ̂²·log n (BIC's price per centre in
+the units of S) keeps centres on one or two points from being cheap when
+n̄ is small (without it, data ×1000 split into singletons: λ·S grows with
+the data's scale). A new centre is accepted when it saves
 ``price_scale`` times what splitting an average pure-noise cluster would
 save; the prior rate is ``η_t = λ_t·P_t + log n`` (nats per centre). The
 log n floor is for empty centres: a centre that captures no point saves
@@ -108,7 +111,9 @@ def centre_price(within_ss_next, k_next, n, d: int, price_scale) -> Array:
     """
     dof = n - k_next
     var = jnp.where(dof > 0, within_ss_next / (d * jnp.maximum(dof, 1e-30)), jnp.inf)
-    return price_scale * (2.0 / math.pi) * (n / k_next) * var
+    # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about
+    # d·σ̂², and n̄ → 1 as k̂ → n would otherwise make such centres cheap.
+    return var * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(jnp.maximum(n, 1.0)))
 
 
 def prior_rate(lam, price, n) -> Array:
