@@ -258,7 +258,8 @@ def run_curve(args) -> dict:
     t0 = args.t0 if args.t0 is not None else 20
     _need_rows(xs, t0 + 1, f"slpc with t0={t0}")
     kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
-              h_scale=args.h_scale, eta_scale=args.eta_scale, delta=args.delta)
+              h_scale=args.h_scale, length_scale=args.length_scale, eta_scale=args.eta_scale,
+              delta=args.delta, init=args.init, penalty=args.penalty)
     kw = {k: v for k, v in kw.items() if v is not None}
     if "history_size" in kw:
         kw["history_size"] = max(kw["history_size"], t0)
@@ -529,6 +530,16 @@ def _positive_int(text):
     return v
 
 
+def _nonnegative_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text}")
+    return v
+
+
 def _positive_float(text):
     try:
         v = float(text)
@@ -589,12 +600,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--history-size", type=_positive_int, metavar="H",
                    help="past points kept to evaluate candidate curves (capacity; default: the learner's)")
     p.add_argument("--t0", type=_positive_int, metavar="N",
-                   help="initial points that build the first segment (default: 20)")
+                   help="initial points that build the first curve (default: 20)")
+    p.add_argument("--init", choices=("fit", "pca"),
+                   help="first curve: 'fit' (default) fits the penalised objective offline on the t0 "
+                        "initial points; 'pca' is the paper's first-principal-component segment")
+    p.add_argument("--penalty", choices=("noise", "theory"),
+                   help="'noise' (default): a segment is priced in units of the residual noise "
+                        "variance (equivariant); 'theory': the paper's h(f)/eta_t")
     p.add_argument("--h-scale", type=_positive_float, metavar="A",
-                   help="multiplier of the penalty on the curve's complexity (larger: fewer segments; "
-                        "default: calibrated)")
+                   help="multiplier of the price of a segment (larger: fewer segments; default: "
+                        "calibrated, 1)")
+    p.add_argument("--length-scale", type=_nonnegative_float, metavar="A",
+                   help="multiplier of the price of the curve's length with --penalty noise (larger: "
+                        "shorter curves, fewer folds; default: calibrated)")
     p.add_argument("--eta-scale", type=_positive_float, metavar="A",
-                   help="multiplier of the learning rate of the perturbed leader (default: calibrated)")
+                   help="multiplier of the learning rate eta_t; used only with --penalty theory")
     p.add_argument("--delta", type=_positive_float, metavar="D",
                    help="lattice spacing of the vertices, relative to the spread of the initial points "
                         "(see jaxstream.slpc; default: the learner's)")

@@ -240,3 +240,13 @@ def test_bare_command_and_aliases_dispatch(monkeypatch):
     assert cli.main([]) == 0 and cli.main(["--out", "x.png"]) == 0
     assert cli.main(["slpc"]) == 0 and cli.main(["cluster"]) == 0 and cli.main(["embed"]) == 0
     assert seen == ["curve", "curve", "slpc", "cluster", "embed"]
+
+
+def test_curve_options_reach_the_learner():
+    args = cli.build_parser().parse_args(["curve", "--init", "pca", "--penalty", "theory",
+                                          "--length-scale", "0", "--eta-scale", "2"])
+    assert (args.init, args.penalty, args.length_scale, args.eta_scale) == ("pca", "theory", 0.0, 2.0)
+    for bad in (["--init", "kmeans"], ["--length-scale", "-1"], ["--penalty", "bic"]):
+        with pytest.raises(SystemExit) as e:
+            cli.build_parser().parse_args(["curve", *bad])
+        assert e.value.code == 2
