@@ -530,34 +530,22 @@ def _positive_int(text):
     return v
 
 
-def _nonnegative_float(text):
+def _finite_float(text, *, strict: bool):
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (v >= 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text}")
+    if not (math.isfinite(v) and (v > 0 if strict else v >= 0)):
+        raise argparse.ArgumentTypeError(f"must be a finite number {'>' if strict else '>='} 0; got {text}")
     return v
 
 
 def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
-    return v
+    return _finite_float(text, strict=True)
 
 
 def _nonneg_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (v >= 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0; got {text}")
-    return v
+    return _finite_float(text, strict=False)
 
 
 def _common(p, out):
@@ -610,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--h-scale", type=_positive_float, metavar="A",
                    help="multiplier of the price of a segment (larger: fewer segments; default: "
                         "calibrated, 1)")
-    p.add_argument("--length-scale", type=_nonnegative_float, metavar="A",
+    p.add_argument("--length-scale", type=_nonneg_float, metavar="A",
                    help="multiplier of the price of the curve's length with --penalty noise (larger: "
                         "shorter curves, fewer folds; default: calibrated)")
     p.add_argument("--eta-scale", type=_positive_float, metavar="A",
