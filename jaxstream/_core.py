@@ -448,9 +448,13 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
     of stream 0, whose results are dropped. Each device runs the program that
     ``run_streams(..., devices=1)`` runs on its block of streams, and the
     results equal those single-device runs of the blocks bit for bit (tested
-    on CPU). Against one device running all B streams in one batch they agree
-    to a few ulps: XLA:CPU vectorises small reductions differently for
-    different batch sizes (as it does between B=2 and B=8 on one device).
+    on CPU). Against one device running all B streams in one batch they can
+    differ by a few ulps where a learner calls exp/log/erfinv (PACBO; slpc and
+    landmark_mds were bit-equal in our checks): XLA:CPU evaluates these
+    with a SIMD polynomial on full vector lanes and a scalar routine on the
+    remainder, so exp(x) depends on where x falls in the array (``jnp.exp``
+    of 64 floats in one call vs in blocks of 3 differs in 5 of them). The
+    same happens between B=2 and B=8 on one device.
     With B a multiple of the device count the results stay sharded (feed
     them to the next call); otherwise dropping the padding re-lays them out.
 
