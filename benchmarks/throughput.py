@@ -134,7 +134,7 @@ def overhead(names, T, repeats):
 # Part 2: the throughput table
 # ---------------------------------------------------------------------------
 
-def table(names, batches, updates_per_cell, cell_seconds, max_state_gb, repeats, devices):
+def table(names, batches, updates_per_cell, cell_seconds, max_state_gb, repeats, devices, min_steps=8):
     devs = jax.devices() if devices is None else jax.devices()[:devices]
     print(f"\n## throughput: backend={jax.default_backend()}, {len(devs)} device(s): "
           f"{devs[0].device_kind}; run_streams sharded over them")
@@ -144,7 +144,7 @@ def table(names, batches, updates_per_cell, cell_seconds, max_state_gb, repeats,
         learner, gen, n0 = make_learner(name)
         rate = None
         for B in batches:
-            T = int(max(8, min(256, updates_per_cell // B)))
+            T = int(max(min_steps, min(256, updates_per_cell // B)))
             keys = jax.random.split(jax.random.key(1), B)
             one = jax.eval_shape(lambda: learner.init(keys[0], jnp.zeros((n0, _streams(gen, 1, 4).shape[-1]),
                                                                          jnp.float32)))
@@ -218,7 +218,9 @@ def main():
     ap.add_argument("--overhead-learners", default="slpc,pacbo,landmark_mds,landmark_mds_cached1500")
     ap.add_argument("--batches", default="1,16,256,4096")
     ap.add_argument("--updates-per-cell", type=int, default=4096,
-                    help="stream-updates per timed call (T = this / B, clipped to [8, 256])")
+                    help="stream-updates per timed call (T = this / B, clipped to [--min-steps, 256])")
+    ap.add_argument("--min-steps", type=int, default=8,
+                    help="fewest rounds per timed call (lower it to fit B = 4096 on a slow CPU)")
     ap.add_argument("--overhead-steps", type=int, default=300)
     ap.add_argument("--cell-seconds", type=float, default=60.0,
                     help="skip a cell whose steady call would take longer (estimated from the last B)")
@@ -238,7 +240,7 @@ def main():
         disk(args.disk_learner, args.disk_rows, args.chunk_size, min(args.repeats, 3))
     if args.part in ("all", "table"):
         table(args.learners.split(","), [int(b) for b in args.batches.split(",")], args.updates_per_cell,
-              args.cell_seconds, args.max_state_gb, args.repeats, args.devices)
+              args.cell_seconds, args.max_state_gb, args.repeats, args.devices, args.min_steps)
         if args.forced_host_devices and not args.no_subprocess:
             env = dict(os.environ, JAX_PLATFORMS="cpu",
                        XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") +
@@ -246,7 +248,8 @@ def main():
             cmd = [sys.executable, os.path.abspath(__file__), "--part", "table", "--no-subprocess",
                    "--learners", args.learners, "--batches", args.batches,
                    "--updates-per-cell", str(args.updates_per_cell), "--cell-seconds", str(args.cell_seconds),
-                   "--max-state-gb", str(args.max_state_gb), "--repeats", str(args.repeats)]
+                   "--max-state-gb", str(args.max_state_gb), "--repeats", str(args.repeats),
+                   "--min-steps", str(args.min_steps)]
             print(f"\n# subprocess: {args.forced_host_devices} forced host devices (XLA_FLAGS)", flush=True)
             subprocess.run(cmd, env=env, check=True)
 
