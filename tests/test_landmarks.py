@@ -802,6 +802,62 @@ def test_align_under_vmap_equals_single_runs():
             assert int(np.asarray(info.replaced).sum()) >= 3
 
 
+def _straight_line_ops(hlo: str):
+    """Result types of the instructions a compiled program runs unconditionally.
+
+    Walks the optimised HLO text from ENTRY through fusions and calls, but not
+    into while loops (their bodies run only while the loop does).
+    """
+    import re
+    comps, name, entry = {}, None, None
+    for line in hlo.split("\n"):
+        m = re.match(r"^(ENTRY )?%([\w.\-]+) ", line)
+        if m and line.rstrip().endswith("{"):
+            name = m.group(2)
+            comps[name] = []
+            entry = name if m.group(1) else entry
+        elif line.startswith("}"):
+            name = None
+        elif name is not None:
+            comps[name].append(line)
+    seen, todo, out = set(), [entry], []
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        for line in comps[c]:
+            if " while(" in line:
+                continue
+            todo += re.findall(r"(?:calls|to_apply)=%([\w.\-]+)", line)
+            if " = " in line:
+                out.append(line.strip())
+    assert entry is not None and len(out) > 20  # the parse found the program
+    return out
+
+
+def test_rare_branches_stay_inside_their_loops_under_vmap():
+    """Under vmap the case-3 work ((n_L + 1) x N) and the exact degree count (N x N) run only at steps
+    where some stream needs them: XLA must not hoist them out of their at-most-once loops (it did when
+    only loop-invariant values went through the optimization barrier, making run_streams with B = 1
+    about 30x slower than run_stream)."""
+    B, n_L, N = 3, 7, 29
+    X = np.asarray(datasets.make_s_curve(60, random_state=0)[0], np.float32)
+    for kw in (dict(), dict(cache_distances=True), dict(align=True)):
+        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, **kw)
+        s0 = lrn.init(None, X[:40])
+        S = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), s0)
+        hlo = jax.jit(jax.vmap(lambda s, x: lrn.update(None, s, x))).lower(
+            S, np.stack([X[41]] * B)).compile().as_text()
+        ops = _straight_line_ops(hlo)
+        # in-place writes of the (N, N) cache, its non-donated input copy and plumbing are not work
+        plumbing = ("parameter(", "copy(", "scatter", "get-tuple-element(", "tuple(", "bitcast(")
+        work = [o for o in ops if not any(p in o for p in plumbing)]
+        big = [o[:120] for o in work if f"[{B},{N},{N}]" in o or f"[{B},{n_L + 1},{N}]" in o]
+        assert not big, (kw, big[:4])
+        assert any(f"[{B},{N}]" in o for o in work)  # the common O(N) path is there
+
+
 def test_info_y_is_the_arrival_embedding():
     X = stream41(22)
     for align in (False, True):

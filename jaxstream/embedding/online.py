@@ -346,7 +346,10 @@ def _rare(pred, fn, default, small, big):
     arguments, not from a closure.
     """
     def body(c):
-        sm, bg = lax.optimization_barrier((c[2], big))
+        # the predicate goes through the barrier too: it is the one carry element the body changes, so
+        # the barrier (and `fn` after it) is not loop-invariant and cannot be hoisted out of the loop
+        # (under vmap XLA hoisted it when only the unchanged `small` went through)
+        _, sm, bg = lax.optimization_barrier((c[0], c[2], big))
         return jnp.zeros_like(c[0]), fn(sm, bg), c[2]
 
     return lax.while_loop(lambda c: c[0], body, (pred, default, small))[1]
