@@ -158,10 +158,17 @@ def table(names, batches, updates_per_cell, cell_seconds, max_state_gb, repeats,
                       f"> --cell-seconds", flush=True)
                 continue
             data = _streams(gen, B, n0 + T)
-            states = jax.block_until_ready(js.init_streams(learner, keys, data[:, :n0], devices=devs))
-            xs = data[:, n0:]
-            run = lambda: js.run_streams(learner, keys, xs, states, devices=devs)
-            _, first, steady = timed(run, repeats=repeats)
+            try:
+                states = jax.block_until_ready(js.init_streams(learner, keys, data[:, :n0], devices=devs))
+                xs = data[:, n0:]
+                run = lambda: js.run_streams(learner, keys, xs, states, devices=devs)
+                _, first, steady = timed(run, repeats=repeats)
+            except jax.errors.JaxRuntimeError as e:  # the states fit, a step's temporaries did not
+                if "RESOURCE_EXHAUSTED" not in str(e):
+                    raise
+                print(f"{name:<14} {B:>6} {T:>5} {'skipped:':>17} out of device memory ({str(e).splitlines()[0][:90]})",
+                      flush=True)
+                continue
             rate = B * T / steady
             print(f"{name:<14} {B:>6} {T:>5} {rate:>17,.0f} {max(first - steady, 0.0):>10.2f} "
                   f"{_state_bytes(states) // B:>15,}", flush=True)
