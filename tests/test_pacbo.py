@@ -197,12 +197,18 @@ def test_proposal_rows_match_numpy(k):
 def test_price_and_schedules_match_formulas():
     d, n, k1, W = 3, 50.0, 4.0, 120.0
     var = W / (d * (n - k1))
-    assert float(Q.centre_price(W, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
-    assert float(Q.centre_price(W, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * W / (d * (n - 40)))
-    assert np.isinf(float(Q.centre_price(W, k1, 4.0, d, 3.0)))  # no more centres than points
+    assert float(Q.noise_variance(W, k1, 200.0, k1 - 1, n, d)) == pytest.approx(var)
+    # k̂ + 1 row without degrees of freedom: the k̂ row's variance; one point: undefined.
+    assert float(Q.noise_variance(0.0, 4.0, 30.0, 3.0, 4.0, d)) == pytest.approx(30.0 / d)
+    assert np.isnan(float(Q.noise_variance(0.0, 2.0, 0.0, 1.0, 1.0, d)))
+    assert float(Q.centre_price(var, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
+    assert float(Q.centre_price(var, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
+    assert float(Q.prior_rate(0.2, 7.0, 9.0, 0.5)) == pytest.approx(1.4 + 0.5 * math.log(9.0))
     assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2)) == pytest.approx(5 * 4 / (10 * 4))
+    assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2, 2.0)) == pytest.approx(5 * 4 / (10 * 2 * 4))
     assert float(Q.lambda2_schedule(1.0, 1.5, 10.0, 4, 2)) == pytest.approx(4 / (2 * 15.0 ** 4))
+    assert float(Q.lambda2_schedule(1.0, 1.5, 10.0, 4, 2, 3.0)) == pytest.approx(4 * 9 / (2 * 15.0 ** 4))
 
 
 # ----------------------------------------------------------------------------
@@ -360,14 +366,21 @@ def test_kernel_matches_numpy_independence_chain():
           + np_log_prior(c[i], k[i], np.zeros(d), 6.0, 0.4) for i in range(N)]
     w_cur, cur_k, path = float(st.log_weight), 3, []
     cur_c = np.asarray(means[1])
+    states = []
     for i in range(N):
         w = ld[i] - lg[i]
         if u[i] < w - w_cur:
             w_cur, cur_k, cur_c = w, k[i], c[i]
         path.append(cur_k)
+        states.append(np.array(cur_c))
     np.testing.assert_array_equal(np.asarray(info.n_clusters), path)
     assert int(fin.n_clusters) == cur_k
     np.testing.assert_allclose(np.asarray(fin.centers), cur_c, rtol=1e-5, atol=1e-6)
+    # path_mean: the average of the states over the steps at the final k.
+    fin2, _, mean = K.sample_chain(key, st, fn, fam, N, 3, path_mean=True)
+    at_k = [s_ for s_, kk in zip(states, path) if kk == cur_k]
+    assert np.ptp(np.array(at_k), axis=0).max() > 0.1  # several states: the mean is not the last one
+    np.testing.assert_allclose(np.asarray(mean), np.mean(at_k, axis=0), rtol=1e-5, atol=1e-5)
     one, one_info = K.build_kernel(fn, fam, 3)(key, st)
     assert one_info.n_clusters.shape == () and one.centers.shape == (p, d)
 
@@ -585,6 +598,35 @@ def test_learned_radius_grows_and_never_raises():
     assert not bool(m.last_info_.outside_radius[0])
     assert np.all(np.isfinite(m.centers))
     np.testing.assert_allclose(m.last_info_.radius, [np.linalg.norm(far[0] - xs[0])], rtol=1e-5)
+
+
+def test_equivariant_under_scale_and_shift():
+    """radius=None: on a·x + b the learner takes the same decisions (k̂ path, acceptances) and its
+    centres map the same way; losses scale by a² (from round 2: the first point's loss is measured
+    from the initial centre at the origin). a a power of 2: equal to float32 rounding."""
+    learner = jaxstream.pacbo(CAP, HIST, STEPS)
+    xs = four_groups(3, 30)
+    run = jax.jit(lambda k, x, s: jaxstream.run_stream(learner, k, x, s, trace=_trace))
+    s0 = learner.init(jax.random.PRNGKey(0), xs[:0])
+    (info, c, k, _), = [run(jax.random.PRNGKey(4), xs, s0)[1]]
+    assert len(set(np.asarray(k).tolist())) >= 3  # k̂ moves: the comparison is not vacuous
+    for a, b in [(2.0 ** 6, 0.0), (2.0 ** -6, 0.0), (1.0, 64.0)]:
+        (info2, c2, k2, _) = run(jax.random.PRNGKey(4), (a * xs + b).astype(np.float32), s0)[1]
+        np.testing.assert_array_equal(np.asarray(k2), np.asarray(k))
+        np.testing.assert_array_equal(np.asarray(info2.n_clusters), np.asarray(info.n_clusters))
+        # Rounding differs (log-volumes, sums), so an acceptance can flip: close, not bit-equal.
+        np.testing.assert_allclose(np.asarray(info2.loss)[1:] / a ** 2, np.asarray(info.loss)[1:],
+                                   rtol=1e-2, atol=1e-3)
+        live = np.arange(CAP)[None, :] < np.asarray(k)[:, None]
+        np.testing.assert_allclose(np.where(live[..., None], (np.asarray(c2) - b) / a, 0.0)[1:],
+                                   np.where(live[..., None], np.asarray(c), 0.0)[1:], atol=2e-2)
+        np.testing.assert_allclose(np.asarray(info2.acceptance_rate), np.asarray(info.acceptance_rate),
+                                   atol=0.15)
+    # Power check: the spec's λ in the data's units (noise_scale=1) is not scale-equivariant.
+    fixed = s0._replace(params=s0.params._replace(noise_scale=jnp.asarray(1.0, jnp.float32)))
+    k_a = run(jax.random.PRNGKey(4), xs, fixed)[1][2]
+    k_b = run(jax.random.PRNGKey(4), (2.0 ** 6 * xs).astype(np.float32), fixed)[1][2]
+    assert np.any(np.asarray(k_a) != np.asarray(k_b))
 
 
 def test_bad_input(small):

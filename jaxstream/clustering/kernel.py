@@ -236,14 +236,22 @@ def _accept_scan(log_u: Array, w_prop: Array, w0):
 
 
 def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: ProposalFamily,
-                 n_steps: int, df: int = 3, symmetrize: bool = False) -> tuple[ChainState, ChainInfo]:
+                 n_steps: int, df: int = 3, symmetrize: bool = False, path_mean: bool = False):
     """`n_steps` independence MH steps from `state`, the proposals' log targets in one batched call.
 
     With ``symmetrize`` (static) the proposal is ĝ (`log_proposal_density`) and
     `state` must come from `init` with the same flag.
 
+    With ``path_mean`` (static) also returns the (p, d) average of the chain's
+    states over its `n_steps` steps, restricted to the steps at the final
+    state's k (each state weighted by the number of steps the chain stayed
+    in it; the start state counts until the first acceptance). With one
+    family row per k, the states at one k share the row's labelling, so the
+    slot-wise average estimates the quasi-posterior mean of the centres given k.
+
     Returns:
-      ``(final_state, infos)``, infos with leading axis `n_steps`.
+      ``(final_state, infos)``, infos with leading axis `n_steps`; with
+      ``path_mean``, ``(final_state, infos, mean_centers)``.
     """
     k_prop, k_u = jax.random.split(key)
     c, k, lg, u = sample_proposals(k_prop, family, n_steps, df, symmetrize)
@@ -257,7 +265,23 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
                        jnp.where(moved, ld[pick], state.logdensity),
                        jnp.where(moved, w[pick], state.log_weight))
     k_path = jnp.where(idx >= 0, k[jnp.maximum(idx, 0)], state.n_clusters)
-    return final, ChainInfo(k_path, k, prob, acc, u)
+    info = ChainInfo(k_path, k, prob, acc, u)
+    if not path_mean:
+        return final, info
+    return final, info, _path_mean(state, c, k, acc, final.n_clusters)
+
+
+def _path_mean(state: ChainState, c: Array, k: Array, acc: Array, k_final) -> Array:
+    """Time average of the chain's states at k_final (run lengths from the accepted steps, no (N, N) table)."""
+    n = acc.shape[0]
+    steps = jnp.arange(n, dtype=jnp.int32)
+    pos = jnp.where(acc, steps, n)
+    nxt = jnp.concatenate([lax.cummin(pos, reverse=True)[1:], jnp.full((1,), n, jnp.int32)])
+    dtype = c.dtype
+    w = jnp.where(acc & (k == k_final), nxt - steps, 0).astype(dtype)
+    w0 = jnp.where(state.n_clusters == k_final, jnp.min(pos), 0).astype(dtype)
+    tot = jnp.einsum("n,npd->pd", w, c) + w0 * state.centers
+    return tot / jnp.maximum(jnp.sum(w) + w0, 1.0)
 
 
 def build_kernel(logdensity_fn: LogDensityFn, family: ProposalFamily, df: int = 3) -> Callable:

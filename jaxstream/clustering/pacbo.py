@@ -12,8 +12,12 @@ with one short reversible-jump chain per round. A round:
 2. computes the k-means rows for k̂ − 1, k̂, k̂ + 1, warm-started from ĉ_t
    (`jaxstream.clustering.lloyd.proposal_rows`, a few Lloyd iterations on the
    active slots only);
-3. fixes the round's target: λ_t, λ_{2,s}, the price of a centre and the
-   prior rate η_t (`quasi_posterior`), all functions of the history and ĉ_t;
+3. fixes the round's target: the noise scale σ̂ (within-cluster standard
+   deviation per coordinate, from the k̂ + 1 row), λ_t, λ_{2,s}, the price of
+   a centre and the prior rate η_t (`quasi_posterior`), all functions of the
+   history and ĉ_t. λ_t and λ_{2,s} are the spec's formulas in units of σ̂
+   (λ_t ∝ 1/(R·σ̂)), so the learner is equivariant under scale and shift of
+   the data (with ``radius=None``), and equals the spec's where σ̂ = 1;
 4. fixes the proposal family: a row drawn uniformly among the valid ones,
    then each centre c'_j ~ t_3(m_j, s_j²·I) around the row's k-means centre,
    with a per-centre scale in the data's units
@@ -24,10 +28,16 @@ with one short reversible-jump chain per round. A round:
    batched call, then a scan over scalars. Each round's chain is exactly
    reversible for the round's target restricted to k ∈ {k̂−1, k̂, k̂+1}; k̂
    can move by one per round;
-6. combines the chains: ĉ_{t+1} is the last state of one chain picked
-   uniformly at random (so it has the law of a single chain's output);
-   P(k) (``info.k_probs``) is the share of steps, over all chains, spent at
-   each k;
+6. keeps an estimate: k̂_{t+1} is the chain's final k and, with
+   ``estimate="mean"`` (default), ĉ_{t+1} the chain's time average of the
+   centres over its steps at k̂_{t+1} (the quasi-posterior mean given k̂,
+   which predicts better than a draw: a draw adds about d/(2λ·n_j) to each
+   point's expected loss); ``estimate="last"`` keeps the last state (a draw,
+   as in the spec and the R package). Several chains: k̂ is the most common
+   final k (ties: the smaller) and ĉ the slot-wise mean of the estimates of
+   the chains ending at k̂. P(k) (``info.k_probs``) is the share of steps,
+   over all chains, spent at each k. A round with one point so far (or all
+   points equal) has no spread to measure: ĉ is that point, k̂ = 1;
 7. adapts ``log_scale`` between rounds (never within one, so each round's
    chain stays reversible): ``log_scale += adapt_rate·(acceptance −
    target_acceptance)``, clipped to [log 1/4, log 4].
@@ -43,7 +53,9 @@ wrapper raises instead). With ``radius=None`` (NaN in the params) the learner
 standardises the ball to the stream: its centre o is the mean of ``x_init``
 (or the first point) and R_t = max_{s≤t} ||x_s − o|| grows with the stream,
 so no later point is ever outside it. λ_t uses R_t (λ can only decrease when R
-grows). A radius of 0 (all points equal so far) is treated as 1 in λ.
+grows). The first point's loss is measured from the initial centre (the mean
+of ``x_init``, or the origin), the one loss that is not shift-equivariant; it
+enters the second-order term of S as 0 (there was no partition to predict with).
 
 History: a ``history_size`` buffer of points with the loss of their
 prediction and their arrival index. ``history_policy="reservoir"`` keeps a
@@ -68,7 +80,7 @@ from .._core import StreamLearner
 from . import kernel as K
 from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
 from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, log_target_fn,
-                              prior_rate)
+                              noise_variance, prior_rate)
 
 Array = jax.Array
 HISTORY_POLICIES = ("reservoir", "window")
@@ -85,13 +97,19 @@ class Params(NamedTuple):
     Attributes:
       radius: R, a bound on ||x_t|| (ball centred at the origin); NaN: learned
         from the stream (module docstring).
-      lambda_scale: λ_n = lambda_scale·(d+2)/(R·max(n−1,1)^lambda_power); 5 =
-        2.5·coeff, the R package's online mode (spec).
+      lambda_scale: λ_n = lambda_scale·(d+2)/(R·σ·max(n−1,1)^lambda_power); 5 =
+        2.5·coeff, the R package's online mode (spec; σ = `noise_scale`).
       lambda_power: 0.5 (theory: λ ∝ 1/√T).
       lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
       prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
       price_scale: a centre costs price_scale × the saving expected from
-        splitting an average pure-noise cluster (`quasi_posterior`; 3).
+        splitting an average pure-noise cluster (`quasi_posterior`; 1).
+      log_n_weight: the prior rate adds log_n_weight·log n nats per centre
+        (the odds of an extra empty centre are at most n^−log_n_weight; 1/2).
+      noise_scale: σ, the unit of length of λ (λ ∝ 1/(R·σ)); NaN (default):
+        σ̂, the within-cluster standard deviation per coordinate estimated each
+        round, which makes the learner equivariant under scale and shift; 1:
+        the spec's λ in the data's units.
       proposal_scale: initial multiplier of the per-centre proposal scales (1).
       scale_spread: each round proposes at the scales exp(log_scale)·spread^{∓1} (1.5).
       adapt_rate: step of the adaptation of log_scale between rounds, in units
@@ -106,6 +124,8 @@ class Params(NamedTuple):
     lambda2_scale: Array
     prior_scale: Array
     price_scale: Array
+    log_n_weight: Array
+    noise_scale: Array
     proposal_scale: Array
     scale_spread: Array
     adapt_rate: Array
@@ -114,12 +134,16 @@ class Params(NamedTuple):
 
 def default_params(radius: Optional[float] = None, *, lambda_scale: float = 5.0,
                    lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
-                   price_scale: float = 3.0, proposal_scale: float = 1.0,
+                   price_scale: float = 1.0, log_n_weight: float = 0.5,
+                   noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
                    scale_spread: float = 1.5, adapt_rate: float = 1.0,
                    stay_prob: float = 0.5) -> Params:
-    """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream."""
+    """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
+    ``noise_scale=None`` the noise scale σ̂."""
     r = float("nan") if radius is None else radius
-    vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, proposal_scale,
+    sig = float("nan") if noise_scale is None else noise_scale
+    vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
+            proposal_scale,
             scale_spread, adapt_rate, stay_prob)
     return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
 
@@ -363,6 +387,7 @@ class RoundTarget(NamedTuple):
       family: `jaxstream.clustering.kernel.ProposalFamily` (rows k̂−1, k̂, k̂+1).
       row_ids: (3, p) int32 labels of each row's slots.
       lam: λ of the round; eta: prior rate η; price: P (units of S).
+      noise_sd: σ used in λ (σ̂, or the fixed `Params.noise_scale`).
     """
 
     logdensity_fn: K.LogDensityFn
@@ -371,6 +396,7 @@ class RoundTarget(NamedTuple):
     lam: Array
     eta: Array
     price: Array
+    noise_sd: Array
 
 
 def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iters: int = 5) -> RoundTarget:
@@ -379,26 +405,34 @@ def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iter
     params = state.params
     pm = jnp.arange(state.history.shape[0]) < state.n_stored
     n_eff, weight = effective_count(state, history_policy)
+    dtype = state.centers.dtype
+    n_f = n_eff.astype(dtype)
     R = jnp.where(state.radius > 0, state.radius, 1.0)
-    lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d)
-    lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d)
-    ball = params.prior_scale * R
     rows = proposal_rows(state.history, pm, state.centers, state.n_clusters, state.ids, state.next_id,
                          kmeans_iters)
-    k_top = rows.n_clusters[2].astype(lam.dtype)
-    price = centre_price(weight * rows.within_ss[2], k_top, n_eff.astype(lam.dtype), d,
-                         params.price_scale)
-    eta = prior_rate(lam, price, n_eff.astype(lam.dtype))
-    n_moves = jnp.sum(rows.valid) - 1
+    k_rows = rows.n_clusters.astype(dtype)
+    var = noise_variance(weight * rows.within_ss[2], k_rows[2], weight * rows.within_ss[1], k_rows[1], n_f, d)
+    # σ̂ = 0 (repeated points) or undefined (one point; `update` then skips the chain): floors in R's units.
+    sigma = jnp.sqrt(jnp.where(jnp.isnan(var), R ** 2, jnp.maximum(var, (1e-6 * R) ** 2)))
+    sigma = jnp.where(jnp.isnan(params.noise_scale), sigma, params.noise_scale)
+    lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d, sigma)
+    lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
+    ball = params.prior_scale * R
+    price = centre_price(sigma ** 2, k_rows[2], n_f, d, params.price_scale)
+    eta = prior_rate(lam, price, n_f, params.log_n_weight)
+    # Fewer centres than points: the k̂ + 1 row only while k̂ + 1 < n.
+    valid = rows.valid & ((jnp.arange(3) < 2) | (k_rows[2] < n_f))
+    n_moves = jnp.sum(valid) - 1
     w_move = (1.0 - params.stay_prob) / jnp.maximum(n_moves, 1).astype(lam.dtype)
     w = jnp.where(jnp.arange(3) == 1, jnp.where(n_moves > 0, params.stay_prob, 1.0), w_move)
-    log_w = jnp.where(rows.valid, jnp.log(w), -jnp.inf)
+    log_w = jnp.where(valid, jnp.log(w), -jnp.inf)
     scales = jnp.exp(state.log_scale) / jnp.sqrt(2.0 * lam * jnp.maximum(weight * rows.counts, 1.0))
     delta = jnp.log(params.scale_spread)
     family = K.ProposalFamily(rows.n_clusters, log_w, rows.centers, scales,
                               jnp.exp(jnp.stack([-delta, delta])))
-    fn = log_target_fn(state.history, pm, state.history_loss, lam2, weight, lam, state.origin, ball, eta)
-    return RoundTarget(fn, family, rows.ids, lam, eta, price)
+    fn = log_target_fn(state.history, pm, state.history_loss, lam2, weight, lam, state.origin, ball, eta,
+                       count_labellings=True)
+    return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma)
 
 
 def match_labels(centers, n_clusters, old_centers, old_n_clusters, old_ids, next_id):
@@ -434,15 +468,18 @@ def match_labels(centers, n_clusters, old_centers, old_n_clusters, old_ids, next
     return ids, (next_id + jnp.sum(fresh)).astype(jnp.int32)
 
 
+ESTIMATES = ("mean", "last")
+
+
 def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5,
-           history_policy: str = "reservoir", df: int = 3) -> tuple[State, Info]:
+           history_policy: str = "reservoir", df: int = 3, estimate: str = "mean") -> tuple[State, Info]:
     """Learn one observation (module docstring, steps 1–7).
 
     Args:
       key: PRNG key of the round.
       state: `State`.
       x: (d,) observation.
-      n_steps, n_chains, kmeans_iters, history_policy, df: static (see `pacbo`).
+      n_steps, n_chains, kmeans_iters, history_policy, df, estimate: static (see `pacbo`).
 
     Returns:
       ``(new_state, Info)``.
@@ -458,25 +495,37 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1
     dist = jnp.sqrt(jnp.sum((x - origin) ** 2))
     outside = ~learned & (dist > state.radius)
     radius = jnp.where(learned, jnp.maximum(state.radius, dist), state.radius)
-    k_ins, k_chain, k_pick = jax.random.split(key, 3)
-    st = _insert(k_ins, state._replace(origin=origin, radius=radius), x, pred_loss, history_policy)
+    k_ins, k_chain = jax.random.split(key)
+    # Before any point there is no partition to predict with: the first point's loss is measured
+    # from the initial centre (the ball's centre) but enters the second-order term of S as 0.
+    hist_loss = jnp.where(first & (state.n_stored == 0), 0.0, pred_loss)
+    st = _insert(k_ins, state._replace(origin=origin, radius=radius), x, hist_loss, history_policy)
     tgt = round_target(st, history_policy=history_policy, kmeans_iters=kmeans_iters)
     chain0 = K.init(st.centers, st.n_clusters, tgt.logdensity_fn, tgt.family, df)
-    run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df)
-    finals, infos = jax.vmap(run)(jax.random.split(k_chain, n_chains))
+    if estimate == "mean":
+        run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df, path_mean=True)
+        finals, infos, means = jax.vmap(run)(jax.random.split(k_chain, n_chains))
+        finals = finals._replace(centers=means)
+    else:
+        run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df)
+        finals, infos = jax.vmap(run)(jax.random.split(k_chain, n_chains))
     # Combination: k̂ = the most frequent final k among the chains (ties: the
-    # smaller), ĉ = the slot-wise mean of the final centres of the chains that
-    # end at k̂ (the chains share the round's rows, so their slots are aligned).
+    # smaller), ĉ = the slot-wise mean of the chains' estimates at k̂ (their
+    # last states, or their path means) over the chains that end at k̂ (the
+    # chains share the round's rows, so their slots are aligned).
     counts_k = jnp.sum(finals.n_clusters[:, None] == finals.n_clusters[None, :], axis=1)
     best = jnp.max(counts_k)
     k_new = jnp.min(jnp.where(counts_k == best, finals.n_clusters, p + 1))
     sel = (finals.n_clusters == k_new).astype(x.dtype)
     centers_new = jnp.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
-    del k_pick
-    ids, next_id = match_labels(centers_new, k_new, st.centers, st.n_clusters, st.ids, st.next_id)
+    # One point so far (or all points equal): no spread to measure, so no λ;
+    # the partition is that point (the limit of the quasi-posterior as λ grows).
+    trivial = (effective_count(st, history_policy)[0] <= 1) | (st.radius <= 0)
+    k_new = jnp.where(trivial, 1, k_new).astype(jnp.int32)
+    centers_new = jnp.where(trivial, jnp.zeros_like(centers_new).at[0].set(x), centers_new)
+    _, next_id = match_labels(centers_new, k_new, st.centers, st.n_clusters, st.ids, st.next_id)
     row = jnp.argmax((tgt.family.n_clusters == k_new) & jnp.isfinite(tgt.family.log_weights))
     ids = tgt.row_ids[row]
-    grew = k_new > st.n_clusters
     dtype = x.dtype
     k_probs = jnp.mean((infos.n_clusters.reshape(-1)[:, None] == jnp.arange(1, p + 1)[None, :])
                        .astype(dtype), axis=0)
@@ -492,6 +541,7 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1
     a_dn = jnp.sum(jnp.where(up, 0.0, prob)) / jnp.maximum(jnp.sum(~up), 1)
     step = jnp.clip((a_up - a_dn) / (a_up + a_dn + 1e-3), -1.0, 1.0) * jnp.log(params.scale_spread)
     log_scale = jnp.clip(st.log_scale + params.adapt_rate * step, *_LOG_SCALE_BOUNDS)
+    log_scale = jnp.where(trivial, st.log_scale, log_scale)
     new_state = st._replace(centers=centers_new, n_clusters=k_new, ids=ids, next_id=next_id,
                             log_scale=log_scale,
                             k_probs=k_probs)
@@ -503,7 +553,7 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1
 
 def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *, n_chains: int = 1,
           radius: Optional[float] = None, kmeans_iters: int = 5, history_policy: str = "reservoir",
-          df: int = 3, **param_overrides) -> StreamLearner:
+          df: int = 3, estimate: str = "mean", **param_overrides) -> StreamLearner:
     """PACBO online clustering as a `jaxstream.StreamLearner`.
 
     Args:
@@ -517,6 +567,12 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
       kmeans_iters: Lloyd iterations of each k-means row (static).
       history_policy: ``"reservoir"`` or ``"window"``.
       df: degrees of freedom of the Student-t proposal (static int).
+      estimate: the partition kept after a round, which predicts the next
+        point (static): ``"mean"`` (default), the chain's time average of the
+        centres over its steps at its final k̂ (the quasi-posterior mean given
+        k̂); ``"last"``, the chain's last state (the spec and the R package: a
+        draw from the quasi-posterior, which adds about d/(2λ·n_j) per
+        coordinate to the expected loss of each point).
       **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
 
     Returns:
@@ -530,6 +586,8 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
     df = check_capacity(df, "df")
     if history_policy not in HISTORY_POLICIES:
         raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+    if estimate not in ESTIMATES:
+        raise ValueError(f"estimate must be one of {ESTIMATES}; got {estimate!r}")
     defaults = default_params(radius, **param_overrides)
 
     def _init(key, x_init, params=None):
@@ -537,7 +595,7 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
                     history_size=H, history_policy=history_policy)
 
     _update = partial(update, n_steps=N, n_chains=C, kmeans_iters=iters, history_policy=history_policy,
-                      df=df)
+                      df=df, estimate=estimate)
     config = dict(learner="pacbo", max_clusters=p, history_size=H, n_steps=N, n_chains=C,
-                  kmeans_iters=iters, history_policy=history_policy, df=df)
+                  kmeans_iters=iters, history_policy=history_policy, df=df, estimate=estimate)
     return StreamLearner(_init, _update, predict, loss, defaults, config)

@@ -24,20 +24,23 @@ largest k the round can reach; using it avoids pricing the k̂ = 1 → 2 move by
 the spread of a single centre) and σ̂² its within-cluster variance per
 coordinate with the degrees of freedom the centres use up removed (without
 that correction the price vanishes as k̂ approaches n, and a short stream
-splits into singletons). The floor d·σ̂²·log n (BIC's price per centre in
-the units of S) keeps centres on one or two points from being cheap when
-n̄ is small (without it, data ×1000 split into singletons: λ·S grows with
-the data's scale). A new centre is accepted when it saves
-``price_scale`` times what splitting an average pure-noise cluster would
-save; the prior rate is ``η_t = λ_t·P_t + log n`` (nats per centre). The
-log n floor is for empty centres: a centre that captures no point saves
-nothing and costs no volume either (its quasi-posterior is uniform over most
-of the ball), so only q stops it; with log n its odds are at most 1/n (we
-measured k drifting up with tight clusters, σ ≪ R, where λ·P ≈ 0). Default 3: on
-one isotropic Gaussian cluster in d dimensions a second centre lowers W by
-the fraction 2/(π·d), and the price at k̂ = 1 is then about 3/(π·d) of W_2,
-so a split is accepted only when W_2/W_1 < 1/(1 + 3/(π·d)), just below what
-pure noise gives (1 − 2/(π·d)); real structure gives far less (≈ 0.5 on the
+splits into singletons; when n ≤ k̂ + 1 the k̂ row's W_{k̂}/(d·(n − k̂)) is
+used, and the k̂ + 1 row is not proposed: fewer centres than points). The
+floor d·σ̂²·log n (BIC's price per centre in the units of S) keeps centres on
+one or two points from being cheap when n̄ is small. The prior rate is
+``η_t = λ_t·P_t + w·log n`` (nats per centre, w = ``log_n_weight``, default
+1/2). The log n term is for empty centres: a centre that captures no point
+saves nothing and costs no volume either (its quasi-posterior is uniform over
+most of the ball), so only q stops it; with w·log n its odds are at most
+n^−w (without it we measured k̂ drifting up to 20–47 on 200 points). w = 1
+delays a new group by one or two more points (ten-group ramp: loss 1512
+against 1364 at w = 1/2). Default price_scale 1: a centre costs the saving
+expected from splitting an average pure-noise cluster (3, the earlier
+default, delayed new groups with little effect on the loss of the four
+groups). On one isotropic Gaussian cluster in d dimensions a second centre
+lowers W by the fraction 2/(π·d), which the price at k̂ = 1 cancels, leaving
+the volume term below and the log n term to reject the split; real structure
+lowers W far more (W_2/W_1 ≈ 0.5 on the
 slides' four groups). Each centre also pays the uniform prior's volume
 (integrating it over the ball gives about ``(π/(λ·n_j))^{d/2} / vol(ball)``),
 which is what keeps a split of one cluster in two, whose saving grows like
@@ -47,9 +50,15 @@ volume term with η: it accepted spurious splits on short streams.
 P_t is a fixed function of the history and of ĉ, computed before the round's
 chain, so each round's target is fixed and its chain exactly reversible.
 
-Temperatures (spec, R package): λ_n = lambda_scale·(d+2)/(R·max(n−1, 1)^lambda_power)
-(lambda_scale = 2.5·coeff = 5, the R package's online mode) and
-λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4).
+Temperatures (spec, R package, in units of the noise scale σ):
+λ_n = lambda_scale·(d+2)/(R·σ·max(n−1, 1)^lambda_power) (lambda_scale =
+2.5·coeff = 5, the R package's online mode) and λ_{2,s} =
+lambda2_scale·(d+2)·σ²/(√s·(prior_scale·R)^4). The spec's formulas are these
+with σ = 1 in the data's units; they make λ·S scale with the data (λ ∝ 1/R
+while S ∝ R²), so the same stream in other units gives other k̂. Measuring
+lengths in units of σ̂ (`noise_variance`, the within-cluster spread) makes
+λ·S and λ·λ_2·ℓ² scale-free, and they equal the spec's on the slides' streams
+(σ = 1).
 """
 from __future__ import annotations
 
@@ -65,20 +74,32 @@ from .lloyd import CENTER_BLOCK, center_mask, nearest_center
 
 Array = jax.Array
 
-__all__ = ["lambda_schedule", "lambda2_schedule", "log_ball_volume", "log_prior", "centre_price",
+__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior", "centre_price",
            "prior_rate", "quasi_posterior_energy", "energies", "log_target_fn"]
 
 
-def lambda_schedule(lambda_scale, lambda_power, radius, n, d: int) -> Array:
-    """λ_n = lambda_scale·(d+2) / (R·max(n−1, 1)^lambda_power)."""
+def lambda_schedule(lambda_scale, lambda_power, radius, n, d: int, noise_sd=1.0) -> Array:
+    """λ_n = lambda_scale·(d+2) / (R·σ·max(n−1, 1)^lambda_power) (σ = 1: the spec's λ)."""
     n = jnp.maximum(jnp.asarray(n, jnp.result_type(radius)) - 1, 1.0)
-    return lambda_scale * (d + 2) / (radius * n ** lambda_power)
+    return lambda_scale * (d + 2) / (radius * noise_sd * n ** lambda_power)
 
 
-def lambda2_schedule(lambda2_scale, prior_scale, radius, index, d: int) -> Array:
-    """λ_{2,s} = lambda2_scale·(d+2) / (√s·(prior_scale·R)^4) for arrival index s ≥ 1."""
+def noise_variance(within_ss_next, k_next, within_ss, k, n, d: int) -> Array:
+    """σ̂², the within-cluster variance per coordinate, with the centres' degrees of freedom removed.
+
+    From the k̂ + 1 row, W_{k̂+1}/(d·(n − k̂ − 1)), while n > k̂ + 1; else from
+    the k̂ row, W_{k̂}/(d·(n − k̂)), while n > k̂; else NaN (one point: no spread).
+    """
+    dof_next, dof = n - k_next, n - k
+    v_next = within_ss_next / (d * jnp.maximum(dof_next, 1.0))
+    v = within_ss / (d * jnp.maximum(dof, 1.0))
+    return jnp.where(dof_next >= 1, v_next, jnp.where(dof >= 1, v, jnp.nan))
+
+
+def lambda2_schedule(lambda2_scale, prior_scale, radius, index, d: int, noise_sd=1.0) -> Array:
+    """λ_{2,s} = lambda2_scale·(d+2)·σ² / (√s·(prior_scale·R)^4) for arrival index s ≥ 1 (σ = 1: the spec's)."""
     s = jnp.maximum(jnp.asarray(index, jnp.result_type(radius)), 1.0)
-    return lambda2_scale * (d + 2) / (jnp.sqrt(s) * (prior_scale * radius) ** 4)
+    return lambda2_scale * (d + 2) * noise_sd ** 2 / (jnp.sqrt(s) * (prior_scale * radius) ** 4)
 
 
 def log_ball_volume(ball_radius, d: int) -> Array:
@@ -102,23 +123,23 @@ def log_prior(centers: Array, n_clusters, ball_center: Array, ball_radius, eta) 
     return jnp.where(inside, -k * (eta + log_ball_volume(ball_radius, d)), -jnp.inf)
 
 
-def centre_price(within_ss_next, k_next, n, d: int, price_scale) -> Array:
-    """P = price_scale·(2/π)·n̄·σ̂², in the units of S (module docstring).
+def centre_price(variance, k_next, n, d: int, price_scale) -> Array:
+    """P = σ̂²·max(price_scale·(2/π)·n̄, d·log n), in the units of S (module docstring).
 
-    n̄ = n/(k̂+1) is the average cluster size and σ̂² = W_{k̂+1}/(d·(n − k̂ − 1))
-    the within-cluster variance per coordinate (each centre uses up d degrees
-    of freedom; +inf when n ≤ k̂ + 1: no more centres than points).
+    Args:
+      variance: σ̂², the within-cluster variance per coordinate (`noise_variance`).
+      k_next: k̂ + 1; n̄ = n/(k̂ + 1) is the average cluster size.
+      n: the number of points S stands for; d: dimension; price_scale: multiplier.
     """
-    dof = n - k_next
-    var = jnp.where(dof > 0, within_ss_next / (d * jnp.maximum(dof, 1e-30)), jnp.inf)
     # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about
     # d·σ̂², and n̄ → 1 as k̂ → n would otherwise make such centres cheap.
-    return var * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(jnp.maximum(n, 1.0)))
+    n = jnp.maximum(n, 1.0)
+    return variance * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(n))
 
 
-def prior_rate(lam, price, n) -> Array:
-    """η = λ·P + log n: the rate of the prior on k (log q(k) = −η·k), in nats per centre."""
-    return jnp.maximum(lam * price, 0.0) + jnp.log(jnp.maximum(n, 1.0))
+def prior_rate(lam, price, n, log_n_weight=1.0) -> Array:
+    """η = λ·P + log_n_weight·log n: the rate of the prior on k (log q(k) = −η·k), in nats per centre."""
+    return jnp.maximum(lam * price, 0.0) + log_n_weight * jnp.log(jnp.maximum(n, 1.0))
 
 
 def quasi_posterior_energy(centers: Array, n_clusters, points: Array, point_mask: Array,
@@ -178,7 +199,8 @@ def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Arr
 
 
 def log_target_fn(points: Array, point_mask: Array, predicted_loss: Array, lambda2: Array, weight,
-                  lam, ball_center: Array, ball_radius, eta) -> Callable[[Array, Array], Array]:
+                  lam, ball_center: Array, ball_radius, eta,
+                  count_labellings: bool = False) -> Callable[[Array, Array], Array]:
     """The round's log target ``(centers (M, p, d), k (M,)) -> −λ·S(c) + log π(c)`` (batched).
 
     Args: as `energies` (with points (H, d), not transposed) and `log_prior`;
@@ -188,6 +210,7 @@ def log_target_fn(points: Array, point_mask: Array, predicted_loss: Array, lambd
 
     def fn(centers, k):
         e = energies(centers, k, points_t, point_mask, predicted_loss, lambda2, weight)
-        return -lam * e + log_prior(centers, k, ball_center, ball_radius, eta)
+        lt = -lam * e + log_prior(centers, k, ball_center, ball_radius, eta)
+        return lt + gammaln(k + 1.0) if count_labellings else lt
 
     return fn

@@ -46,7 +46,7 @@ class PACBO:
       radius: R or None (see above).
       seed: int seed of the PRNG key.
       max_clusters, history_size, n_steps, n_chains, kmeans_iters,
-        history_policy, df, **params: as in `jaxstream.pacbo`.
+        history_policy, df, **params (estimate, lambda_scale, …): as in `jaxstream.pacbo`.
 
     Attributes:
       state_: the learner's `State` (None before the first point).
