@@ -399,19 +399,22 @@ def _grow_eps(DL, lm_valid, lm_arrival, valid, eps):
     """
     R, N = DL.shape
     DL = jnp.where(lm_valid[:, None], DL, jnp.inf)
-    own = _argmin(DL, axis=0)
     a = jnp.min(DL, axis=0)
-    m = jnp.min(jnp.where(jnp.arange(R)[:, None] == own[None, :], jnp.inf, DL), axis=0)
-    live = valid & (m > a)  # points whose private interval [a, m) is not empty
-
-    owned = (own[None, :] == jnp.arange(R)[:, None]) & live[None, :]  # (R, N), fixed over the iteration
+    near = DL == a[None, :]
+    # v's nearest landmark owns it. When two landmarks tie for nearest, m = a and v has no private
+    # interval, so ownership only matters for points with a unique nearest landmark (no argmin needed).
+    unique = jnp.sum(near, axis=0, dtype=jnp.int32) == 1
+    m = jnp.min(jnp.where(near, jnp.inf, DL), axis=0)
+    live = valid & unique & (m > eps)  # unique implies m > a; an interval ending at or before eps never matters
+    # (R, N), fixed over the iteration: the end m(v) of v's private interval in its owner's row, -inf elsewhere
+    M = jnp.where(near & live[None, :], m[None, :], -jnp.inf)
 
     def body(carry):
         # dense masked max over each row's owned points instead of a scatter-max (collisions, and a
         # batched scatter under vmap, cost more than R x N arithmetic)
         c, _ = carry
-        viol = owned & (a[None, :] <= c[:, None]) & (m[None, :] > c[:, None])
-        c_new = jnp.maximum(c, jnp.max(jnp.where(viol, m[None, :], -jnp.inf), axis=1))
+        viol = (a[None, :] <= c[:, None]) & (M > c[:, None])
+        c_new = jnp.maximum(c, jnp.max(jnp.where(viol, M, -jnp.inf), axis=1))
         return c_new, jnp.any(c_new > c)
 
     c0 = jnp.full((R,), eps, DL.dtype)
@@ -476,10 +479,12 @@ def _case3(small, state: State, cfg: _Cfg) -> _Case3:
     # exact zeros on the diagonal, x's column from dx (the distances its coverage was decided with)
     DL = jnp.where(cols == slot, dx[slots][:, None],
                    jnp.where(self_, 0.0, jnp.where(valid[None, :], DL, jnp.inf)))
-    adjL = (DL <= eps) & ~self_
-    ll_twice = jnp.sum(adjL[:, slots], dtype=jnp.int32)
+    # twice the number of edges incident to a landmark, in one pass: an edge to a non-landmark is seen once
+    # (weight 2), an edge between two landmarks twice (weight 1 each). x is not a landmark yet and has no
+    # edge to one (it is uncovered), so its edges are added apart.
+    w = jnp.where(state.is_landmark, 1, 2).astype(jnp.int32)
+    e_twice = jnp.sum(jnp.where((DL <= eps) & ~self_, w[None, :], 0), dtype=jnp.int32)
     deg_x = jnp.sum(dx <= eps, dtype=jnp.int32) - 1  # dx[slot] = 0 counts x itself
-    e_low = jnp.sum(adjL, dtype=jnp.int32) - ll_twice // 2 + deg_x
 
     def exact(op, st):
         slot, dx = op
@@ -494,22 +499,30 @@ def _case3(small, state: State, cfg: _Cfg) -> _Case3:
         new = jnp.where(use_x, slot, u)
         return new, D[new]
 
-    quick = _x_passes_degree_rule(deg_x, 2 * e_low.astype(jnp.uint32))
+    quick = _x_passes_degree_rule(deg_x, e_twice.astype(jnp.uint32) + 2 * deg_x.astype(jnp.uint32))
     new, row = _rare(~quick, exact, (slot, dx), (slot, dx), state)
     slots1 = jnp.concatenate([slots, new[None]])
     DL1 = jnp.concatenate([DL, row[None]], axis=0)
     arrival1 = state.arrival[slots1]
     eps_new, rm_row, _ = _grow_eps(DL1, jnp.ones((n_L + 1,), bool), arrival1, valid, eps)
-    # min_support: the least supported landmark goes first when some has fewer than m neighbours
+    # min_support (off by default, so its pass and sort run only where some stream asks for it)
+    rm_row = _rare(state.params.min_support > 0, _weakest, rm_row,
+                   (rm_row, eps_new), (DL1, arrival1, state.params.min_support))
+    return _Case3(new, rm_row.astype(jnp.int32), eps_new, ~quick)
+
+
+def _weakest(small, big):
+    """min_support: the least supported landmark goes first when some has fewer than m neighbours."""
+    rm_row, eps_new = small
+    DL1, arrival1, min_support = big
     support = jnp.sum(DL1 <= eps_new, axis=1, dtype=jnp.int32) - 1  # each row's own 0 excluded
     # weak: fewer than m neighbours and fewer than a quarter of a typical landmark's (so that landmarks at
     # the edge of a region the stream is still filling are not taken for noise)
     typical = jnp.median(support.astype(DL1.dtype))
-    weak = (support < state.params.min_support) & (support.astype(DL1.dtype) < 0.25 * typical)
+    weak = (support < min_support) & (support.astype(DL1.dtype) < 0.25 * typical)
     min_sup = jnp.min(jnp.where(weak, support, _IMAX))
     weak_rm = _argmin(jnp.where(weak & (support == min_sup), arrival1, _IMAX))
-    rm_row = jnp.where(jnp.any(weak), weak_rm, rm_row)
-    return _Case3(new, rm_row.astype(jnp.int32), eps_new, ~quick)
+    return jnp.where(jnp.any(weak), weak_rm, rm_row)
 
 
 def _step(state: State, x, cfg: _Cfg):
