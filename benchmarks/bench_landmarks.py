@@ -339,11 +339,32 @@ def _arrival_sigmas(X, n_L, lags=(0, 10, 50), buffer_size=None):
                     sq = ((X[t][None].astype(np.float64) - P[slots[e]]) ** 2).sum(-1) * msk[e]
                     Yl[t] = sq @ W[e] + off[e]
                 out[f"lag {lag}, aligned"] = float(LM.normalized_stress(D, Yl))
+            # periodic re-embedding: every K arrivals all buffered points are re-embedded with the landmarks of
+            # that moment (revising what the user holds). sigma_tau is the stress, among the points seen by
+            # time tau, of the coordinates the user holds at tau; averaged over 10 times tau in (n/10 .. n].
+            Xd = X.astype(np.float64)
+
+            def embed_at(e, idx):
+                sq = ((Xd[idx][:, None] - P[slots[e]][None]) ** 2).sum(-1) * msk[e]
+                return sq @ W[e] + off[e]
+
+            taus = np.linspace(n / 10, n, 10).astype(int) - 1
+            for K in (1, 50, 200, None):
+                sig = []
+                for tau in taus:
+                    if K is None:  # no revision: at-arrival coordinates
+                        Yh = Y[:tau + 1]
+                    else:
+                        c = (tau // K) * K  # the last re-embedding at or before tau
+                        Yh = np.concatenate([embed_at(c, np.arange(c + 1)), Y[c + 1:tau + 1]])
+                    sig.append(float(LM.normalized_stress(D[:tau + 1, :tau + 1], Yh)))
+                out[f"held, re-embed every {K or 'never'}"] = float(np.mean(sig))
         out["final landmarks"] = float(LM.normalized_stress(D, lrn.predict(fin, X)))
         if align:
             # the cost of the "revise everything" policy: re-embed all buffered points at a landmark change
             pred = jax.jit(lrn.predict)
             out["re-embed buffer (us)"] = time_call(pred, fin, X, repeats=5)[2] * 1e6
+            out["one arrival (us)"] = time_call(run, s0, X[1:], repeats=3)[2] / (n - 1) * 1e6
             out["landmark changes"] = int((np.asarray(jax.jit(lambda s, xs: jaxstream.run_stream(
                 lrn, jax.random.key(0), xs, s, trace=lambda st, x, i: i.replaced | (i.case == 2)))(s0, X[1:])[1])).sum())
     return out
@@ -426,12 +447,25 @@ def batches(B=64, T=400, n_L=20, N=200, repeats=7):
             t0 = time.perf_counter()
             jax.block_until_ready(many(keys, Xs[:, 1:], st))
             tb = min(tb, time.perf_counter() - t0)
-        cases = np.asarray(many(keys, Xs[:, 1:], st))
-        any3 = (cases == 3).any(0).mean()
-        own3 = (cases == 3).mean()
+        info = jax.jit(jax.vmap(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info")[1]))(
+            keys, Xs[:, 1:], st)
+        cases = np.asarray(info.case)
+        changed = (cases == 2) | np.asarray(info.replaced)  # the landmark set changed: an eigh with align
         print(f"  align={str(align):5s} one stream {t1 / T * 1e6:7.1f}   B={B}: {tb / (B * T) * 1e6:7.1f} per "
-              f"stream-update  ratio {tb / B / t1:5.2f}   case 3 on {own3:.0%} of a stream's steps, on {any3:.0%} "
-              f"of steps for some stream (load {os.getloadavg()[0]:.1f})", flush=True)
+              f"stream-update  ratio {tb / B / t1:5.2f}   case 3 on {(cases == 3).mean():.0%} of a stream's steps, "
+              f"on {(cases == 3).any(0).mean():.0%} of steps for some stream; landmark set changed on "
+              f"{changed.mean():.0%} / {changed.any(0).mean():.0%} (load {os.getloadavg()[0]:.1f})", flush=True)
+    # what one refresh of the aligned embedding is made of on this backend: an (n_L, n_L) eigh, alone and batched
+    A = np.random.default_rng(0).standard_normal((B, n_L, n_L)).astype(np.float32)
+    A = A + A.transpose(0, 2, 1)
+    R = 50  # eighs per call, chained so that none is skipped
+    e1 = jax.jit(lambda a: jax.lax.scan(lambda c, _: (c + jnp.linalg.eigh(a + c)[1][0, 0] * 1e-12, None), 0.0,
+                                        None, length=R)[0])
+    eb = jax.jit(jax.vmap(e1))
+    te1 = time_call(e1, A[0], repeats=7)[2] / R
+    teb = time_call(eb, A, repeats=7)[2] / R / B
+    print(f"  eigh of {n_L}x{n_L} on {jax.devices()[0].platform}: one {te1 * 1e6:.1f} us, batched ({B}) "
+          f"{teb * 1e6:.1f} us per matrix", flush=True)
 
 
 def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):

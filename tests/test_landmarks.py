@@ -858,6 +858,51 @@ def test_rare_branches_stay_inside_their_loops_under_vmap():
         assert any(f"[{B},{N}]" in o for o in work)  # the common O(N) path is there
 
 
+def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
+    """`_rare`'s batching rule (compacted chunks of the streams whose predicate holds) against a select, for
+    batches below and above one chunk, with batched and unbatched inputs and nested pytrees."""
+    rng = np.random.default_rng(3)
+    fn = lambda sm, bg: (sm[0] * bg["w"] + jnp.sum(bg["v"]), sm[1] + 1)
+    for B in (3, 16, 40):
+        for frac in (0.0, 0.2, 0.9, 1.0):
+            pred = rng.uniform(size=B) < frac
+            a = rng.standard_normal((B, 4)).astype(np.float32)
+            k = rng.integers(0, 9, B).astype(np.int32)
+            w = rng.standard_normal(4).astype(np.float32)  # unbatched
+            v = rng.standard_normal((B, 5)).astype(np.float32)
+            default = (np.zeros(4, np.float32), np.int32(-1))  # unbatched default
+            got = jax.jit(jax.vmap(lambda p, a, k, v: ON._rare(p, fn, default, (a, k), {"w": w, "v": v})))(
+                pred, a, k, v)
+            want0 = np.where(pred[:, None], a * w + v.sum(1, keepdims=True), 0.0)
+            want1 = np.where(pred, k + 1, -1)
+            np.testing.assert_allclose(np.asarray(got[0]), want0, rtol=1e-6, atol=1e-6)
+            np.testing.assert_array_equal(np.asarray(got[1]), want1)
+
+
+def test_large_batch_equals_single_streams():
+    """B = 24 streams (more than one chunk of the compacted rare branches, which are taken by more than one
+    chunk of streams at some steps) give what each stream gives alone."""
+    B, T = 24, 50
+    rng = np.random.default_rng(5)
+    Xs = rng.standard_normal((B, T, 2)) * rng.uniform(0.5, 2.0, (B, 1, 1))
+    with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
+        lrn = LM.landmark_mds(4, n_components=2, buffer_size=20, align=True)
+        keys = jax.random.split(jax.random.key(0), B)
+        states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+        fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
+            keys, Xs[:, 1:], states)
+        n3 = (np.asarray(infos.case) == 3).sum(0)
+        c = max(8, B // 8)
+        assert n3.max() > c and ((n3 > 0) & (n3 < c)).any()  # both regimes of the compaction occur
+        one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
+        for b in range(B):
+            s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
+            np.testing.assert_array_equal(np.asarray(infos.case[b]), np.asarray(info.case))
+            np.testing.assert_array_equal(np.asarray(fin.is_landmark[b]), np.asarray(s.is_landmark))
+            np.testing.assert_array_equal(np.asarray(fin.eps[b]), np.asarray(s.eps))
+            np.testing.assert_allclose(np.asarray(infos.y[b]), np.asarray(info.y), rtol=1e-8, atol=1e-8)
+
+
 def test_info_y_is_the_arrival_embedding():
     X = stream41(22)
     for align in (False, True):

@@ -329,30 +329,92 @@ def _procrustes(new: Embedding, ref: Embedding) -> Embedding:
     return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
 
 
-def _rare(pred, fn, default, small, big):
-    """``fn(small, big)`` if `pred` else `default`, for a rarely taken, expensive branch.
-
-    Written as a while loop that runs at most once. Outside vmap it behaves
-    like ``lax.cond``. Under vmap, ``lax.cond`` becomes a select that runs
-    both branches for every batch element at every step; the loop runs `fn`
-    only at steps where some element of the batch takes it.
+def _rare_loop(pred, fn, default, small, big):
+    """``fn(small, big)`` if `pred` else `default`, as a while loop that runs at most once.
 
     Only `small` (and the small result) travels in the loop carry. `big`
     (e.g. the state with its (N, N) distance cache) is read-only inside the
     loop: a loop-invariant operand, which XLA neither copies nor selects.
-    It passes through an optimization barrier together with the carried
-    `small`, so that XLA cannot hoist the branch out of the loop (which
-    would run it unconditionally); `fn` must read what it needs from its
-    arguments, not from a closure.
+    It passes through an optimization barrier together with the predicate
+    (the one carry element the body changes), so that XLA cannot hoist the
+    branch out of the loop (which would run it unconditionally; under vmap
+    it did when only the unchanged `small` went through). `fn` must read
+    what it needs from its arguments, not from a closure.
     """
     def body(c):
-        # the predicate goes through the barrier too: it is the one carry element the body changes, so
-        # the barrier (and `fn` after it) is not loop-invariant and cannot be hoisted out of the loop
-        # (under vmap XLA hoisted it when only the unchanged `small` went through)
         _, sm, bg = lax.optimization_barrier((c[0], c[2], big))
         return jnp.zeros_like(c[0]), fn(sm, bg), c[2]
 
     return lax.while_loop(lambda c: c[0], body, (pred, default, small))[1]
+
+
+# Under vmap, `_rare` gathers the streams that take the branch into chunks and runs `fn` on those only,
+# unless the per-stream inputs it would copy exceed this many bytes (an (N, N) distance cache), where it
+# runs `fn` on every stream whenever some stream needs it.
+_COMPACT_MAX_BYTES = 4 << 20
+
+
+def _rare(pred, fn, default, small, big):
+    """``fn(small, big)`` if `pred` else `default`, for a rarely taken, expensive branch.
+
+    One stream: a while loop that runs at most once (`_rare_loop`), i.e.
+    ``lax.cond`` without copying `big`. Under vmap, ``lax.cond`` would
+    become a select that runs both branches for every stream at every step,
+    and the loop alone would run `fn` for every stream at each step where
+    some stream needs it (on most steps of a large batch). Instead the
+    batching rule compacts: the indices of the streams that take the branch
+    are sorted to the front and `fn` runs, vmapped, on chunks of
+    ``max(8, B // 8)`` of them in a loop that stops after the last one, so
+    the work follows the number of streams that need the branch. Results
+    are the same as one stream's, stream by stream.
+    """
+    @jax.custom_batching.custom_vmap
+    def rare(pred, default, small, big):
+        return _rare_loop(pred, fn, default, small, big)
+
+    @rare.def_vmap
+    def rule(axis_size, in_batched, pred, default, small, big):
+        p_b, d_b, s_b, g_b = in_batched
+        bcast = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+        default = jax.tree_util.tree_map(bcast, default, d_b)
+        ax = lambda b: 0 if b else None
+        s_ax, g_ax = jax.tree_util.tree_map(ax, s_b), jax.tree_util.tree_map(ax, g_b)
+        vfn = jax.vmap(fn, in_axes=(s_ax, g_ax))
+        if not p_b:  # the same predicate for every stream
+            out = _rare_loop(pred, lambda sm, bg: vfn(sm, bg), default, small, big)
+            return out, jax.tree_util.tree_map(lambda _: True, out)
+        per_stream = sum(np.prod(np.shape(x)[1:], dtype=np.int64) * jnp.dtype(x.dtype).itemsize
+                         for x, b in zip(jax.tree_util.tree_leaves((small, big)), jax.tree_util.tree_leaves((s_b, g_b)))
+                         if b)
+        c = min(axis_size, max(8, axis_size // 8))
+        if per_stream > _COMPACT_MAX_BYTES or c == axis_size:
+            out = _rare_loop(jnp.any(pred), lambda sm, bg: _select_rows(pred, vfn(sm, bg), default),
+                             default, small, big)
+            return out, jax.tree_util.tree_map(lambda _: True, out)
+        order = jnp.argsort(~pred, stable=True).astype(jnp.int32)  # streams that take the branch first
+        n_true = jnp.sum(pred, dtype=jnp.int32)
+
+        def body(carry):
+            i, res = carry
+            start = jnp.minimum(i * c, axis_size - c)
+            ids = lax.dynamic_slice(order, (start,), (c,))  # distinct streams
+            pos = start + jnp.arange(c, dtype=jnp.int32)
+            take = (pos >= i * c) & (pos < n_true)
+            take_rows = lambda tree, b: jax.tree_util.tree_map(lambda x, bb: x[ids] if bb else x, tree, b)
+            sm, bg = lax.optimization_barrier((take_rows(small, s_b), take_rows(big, g_b)))
+            out = vfn(sm, bg)
+            res = jax.tree_util.tree_map(
+                lambda r, o: r.at[ids].set(jnp.where(take.reshape((c,) + (1,) * (o.ndim - 1)), o, r[ids])), res, out)
+            return i + 1, res
+
+        _, out = lax.while_loop(lambda carry: carry[0] * c < n_true, body, (jnp.zeros((), jnp.int32), default))
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return rare(pred, default, small, big)
+
+
+def _select_rows(pred, new, old):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
 
 
 def _argmin(x, axis=-1):
