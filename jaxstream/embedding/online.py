@@ -45,10 +45,12 @@ runs only when the bound does not settle deg(x) <= 2·sqrt(|E|)
 Cost per arrival: O(N) distance evaluations (x to the buffer); case 3 adds
 O(n_L·N); ``align=True`` adds an n_L x n_L eigendecomposition whenever the
 landmarks change. The rare branches are written as loops that run at most
-once, so under `run_streams` (vmap) they run only at steps where some
-stream takes them (a plain ``lax.cond`` would run both sides for every
-stream at every step). `update` is not reverse-differentiable (it contains
-while loops); `loss` is.
+once (`_rare`); under `run_streams` (vmap) a custom batching rule runs them
+only for the streams that take them, in chunks of max(8, B/8) streams (a
+plain ``lax.cond`` would run both sides for every stream at every step, and
+a batched loop every stream at each step where one stream needs it: 95 % of
+the steps of 64 S-curve streams). `update` is not reverse-differentiable (it
+contains while loops and a custom_vmap); `loss` is.
 
 Memory is bounded by static capacities: ``max_landmarks`` and
 ``buffer_size`` (the points that form the graph). When the buffer is full,
