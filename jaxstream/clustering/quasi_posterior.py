@@ -70,9 +70,10 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-from .lloyd import CENTER_BLOCK, center_mask, nearest_center
+from .lloyd import center_mask, nearest_center
 
 Array = jax.Array
+ENERGY_BLOCK = 4  # centre slots per step of the energies' loop (unrolled)
 
 __all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior", "centre_price",
            "prior_rate", "quasi_posterior_energy", "energies", "log_target_fn"]
@@ -162,7 +163,7 @@ def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Arr
              predicted_loss: Array, lambda2: Array, weight) -> Array:
     """S for a batch of M partitions at once (the chain's proposals), one call.
 
-    Distances are computed for blocks of `CENTER_BLOCK` slots, up to the
+    Distances are computed for blocks of `ENERGY_BLOCK` slots, up to the
     block of the largest k in the batch (a loop with a dynamic trip count), so
     the cost is O(M·H·max k·d), not O(M·H·p·d).
 
@@ -175,25 +176,27 @@ def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Arr
       (M,) energies.
     """
     M, p, d = centers.shape
-    blk = min(CENTER_BLOCK, p)
+    blk = min(ENERGY_BLOCK, p)
     nb = -(-p // blk)
-    # Slot-major (slots, M, d), inactive slots at +inf (their distances are +inf and never win):
-    # the minimum over a block is then a min of `blk` contiguous (M, H) planes, with no mask.
-    live = jnp.arange(p)[:, None] < n_clusters[None, :]
-    cs = jnp.where(live[:, :, None], jnp.swapaxes(centers, 0, 1), jnp.inf)
-    cs = jnp.concatenate([cs, jnp.full(((nb * blk) - p, M, d), jnp.inf, centers.dtype)])
-    H = points_t.shape[1]
+    # Inactive slots at +inf (their distances are +inf and never win): no mask in the loop.
+    live = jnp.arange(p)[None, :] < n_clusters[:, None]
+    cs = jnp.where(live[:, :, None], centers, jnp.inf)
+    cs = jnp.concatenate([cs, jnp.full((M, nb * blk - p, d), jnp.inf, centers.dtype)], axis=1)
 
-    def block(b):
-        cb = lax.dynamic_slice_in_dim(cs, b * blk, blk)                 # (blk, M, d)
-        d2 = None
-        for j in range(d):  # coordinate-unrolled: no (blk, M, H, d) intermediate
-            diff = cb[:, :, j, None] - points_t[j][None, None, :]
-            d2 = diff * diff if d2 is None else d2 + diff * diff
-        return jnp.min(d2, axis=0)
+    def block(b, acc):
+        cb = lax.dynamic_slice_in_dim(cs, b * blk, blk, axis=1)        # (M, blk, d)
+        # Slot- and coordinate-unrolled running minimum: one fused elementwise pass over the
+        # (M, H) plane per block (a (blk, M, H) table then a min over it was 2.7x slower at B=256).
+        for j in range(blk):
+            d2 = None
+            for t in range(d):
+                diff = cb[:, j, t, None] - points_t[t][None, :]
+                d2 = diff * diff if d2 is None else d2 + diff * diff
+            acc = jnp.minimum(acc, d2)
+        return acc
 
     n_blocks = (jnp.clip(jnp.max(n_clusters), 1, p) + blk - 1) // blk
-    lc = lax.fori_loop(1, n_blocks, lambda b, acc: jnp.minimum(acc, block(b)), block(0))
+    lc = lax.fori_loop(0, n_blocks, block, jnp.full((M, points_t.shape[1]), jnp.inf, centers.dtype))
     terms = lc + 0.5 * lambda2[None] * (lc - predicted_loss[None]) ** 2
     return weight * jnp.sum(jnp.where(point_mask[None], terms, 0.0), axis=1)
 
