@@ -6,6 +6,10 @@ Prints:
      at least 9 of 10 seeds), cumulative prequential loss mean (sd), for PACBO
      with the defaults (the spec's lambda_scale=5); online (MacQueen) k-means with k=4; the Gap statistic on
      the 200 points; the loss of the true means as a floor;
+  1b. a stream no default was calibrated on (six groups in 3-D, sigma 0.5,
+     unequal weights): k̂ at the end, loss against the oracle;
+  1c. radius=None on the four groups ×1, ×1000, ×0.001, +1000 (equivariance);
+  1d. n_chains = 1 and 4: k̂, loss, time;
   2. ten groups, one more every 20 rounds (T=200, seeds 0-9): mean |k̂_t − k_t|
      over the stream for PACBO, and for PACBO and the Gap statistic (on the
      data seen so far) at t = 20, 40, ..., 200; saves a plot of k̂_t against k_t;
@@ -16,7 +20,8 @@ Prints:
 R is the largest norm of each stream (what the R package recommends).
 
 Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
-         [--skip-quality] [--skip-growing] [--skip-speed]
+         [--skip-quality] [--skip-third] [--skip-equivariance] [--chains 1 4]
+         [--skip-growing] [--skip-speed]
          [--batches 64 1024] [--batch-rounds 20 5] [--gap-every 20]
 """
 import argparse
@@ -158,6 +163,66 @@ def quality(args, learner):
           f"its first point on: {mean_sd([oracle_loss(x, MEANS4, l) for x, l in data])}")
 
 
+def third_stream(seed, T=300, k=6, d=3, sigma=0.5):
+    """A stream no default was calibrated on: six groups in 3-D, σ = 0.5, means uniform in [-8, 8]³
+    at least 4 apart, Dirichlet(2) weights. Returns (xs, labels, means)."""
+    rng = np.random.default_rng(5000 + seed)
+    means = []
+    while len(means) < k:
+        m = rng.uniform(-8, 8, d)
+        if all(np.linalg.norm(m - q) >= 4.0 for q in means):
+            means.append(m)
+    means = np.array(means)
+    lab = rng.choice(k, T, p=rng.dirichlet(np.full(k, 2.0)))
+    return (means[lab] + sigma * rng.standard_normal((T, d))).astype(np.float32), lab, means
+
+
+def third(args, learner):
+    S = args.seeds
+    print(f"== 1b. a stream not used for calibration: six groups in 3-D, sigma 0.5, unequal weights, T=300")
+    data = [third_stream(s) for s in range(S)]
+    xs = np.stack([d[0] for d in data])
+    (st, info), secs = run_pacbo(learner, xs, 3)
+    k_end = np.asarray(st.n_clusters)
+    cum = np.asarray(info.loss, np.float64).sum(1)
+    print(f"PACBO: k̂ at T = {k_end.tolist()} -> {int(np.sum(k_end == 6))}/{S} at 6; cumulative loss {mean_sd(cum)}; "
+          f"oracle knowing each group's mean from its first point on "
+          f"{mean_sd([oracle_loss(x, m, l) for x, l, m in data])}; mean acceptance "
+          f"{float(np.mean(info.acceptance_rate)):.3f}; {secs:.1f}s")
+
+
+def equivariance(args):
+    """radius=None (R and the ball's centre learned): the same four-group streams in other units."""
+    S = args.seeds
+    print(f"== 1c. equivariance, radius=None, four groups, T=200, seeds 0-{S - 1}")
+    learner = js.pacbo(50, 256, args.n_steps)
+    xs = np.stack([four_groups_stream(s)[0] for s in range(S)])
+    keys = jax.random.split(jax.random.key(0), S)
+    run = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s, trace="info"))
+    for name, a, b in [("x 1", 1.0, 0.0), ("x 1000", 1000.0, 0.0), ("x 0.001", 0.001, 0.0), ("+ 1000", 1.0, 1000.0)]:
+        x = (xs * a + b).astype(np.float32)
+        st, info = run(keys, x, js.init_streams(learner, keys, x[:, :0]))
+        k = np.asarray(st.n_clusters)
+        cum = np.asarray(info.loss, np.float64)[:, 1:].sum(1) / a ** 2
+        print(f"  {name:8s}: k̂_T = 4 in {int(np.sum(k == 4))}/{S}; loss of rounds 2..T / a² {mean_sd(cum)}")
+
+
+def chains(args):
+    """n_chains: cost per chain and its effect on k̂ and the loss (four groups)."""
+    S = args.seeds
+    print(f"== 1d. several chains per round (four groups, T=200, seeds 0-{S - 1}, N={args.n_steps})")
+    xs = np.stack([four_groups_stream(s)[0] for s in range(S)])
+    for C in args.chains:
+        learner = js.pacbo(50, 256, args.n_steps, n_chains=C)
+        (st, info), secs = run_pacbo(learner, xs, 0)
+        (st, info), secs2 = run_pacbo(learner, xs, 0)
+        k_end = np.asarray(st.n_clusters)
+        print(f"  n_chains={C}: k̂_T = 4 in {int(np.sum(k_end == 4))}/{S}; cumulative loss "
+              f"{mean_sd(np.asarray(info.loss, np.float64).sum(1))}; share of rounds 151-200 with k̂=4 "
+              f"{np.mean(np.asarray(info.n_clusters)[:, -50:] == 4):.2f}; {secs2:.1f}s for {S} streams "
+              f"(steady; first call with compile {secs:.1f}s)")
+
+
 def growing(args, learner):
     S, T = args.seeds, 200
     print(f"== 2. ten groups, one more every 20 rounds, T={T}, seeds 0-{S - 1}")
@@ -256,6 +321,10 @@ def main(argv=None):
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-growing", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-third", action="store_true")
+    ap.add_argument("--skip-equivariance", action="store_true")
+    ap.add_argument("--chains", type=int, nargs="*", default=[1, 4],
+                    help="n_chains values to compare (none: skip)")
     args = ap.parse_args(argv)
     if len(args.batch_rounds) != len(args.batches):
         ap.error("--batch-rounds needs one value per --batches value")
@@ -263,6 +332,12 @@ def main(argv=None):
     learner = js.pacbo(50, 256, args.n_steps)
     if not args.skip_quality:
         quality(args, learner)
+    if not args.skip_third:
+        third(args, learner)
+    if not args.skip_equivariance:
+        equivariance(args)
+    if args.chains:
+        chains(args)
     if not args.skip_growing:
         growing(args, learner)
     if not args.skip_speed:
