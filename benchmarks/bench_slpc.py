@@ -68,11 +68,32 @@ def quality_stream(learner, name, gen, seeds, paper, args, princurve_ok=True):
               f"[{time.perf_counter() - t:.0f}s]; slpc below it on {sum(c < p for c, p in zip(cum, pcs))}/{len(pcs)}")
 
 
+def empty_stretches(v, xs, radius=3.0, step=0.1):
+    """Curve length farther than `radius` degrees from every event: (total, longest run).
+
+    The polyline is sampled every `step` degrees; a chord across an empty
+    region shows as a long run, whatever events project onto its ends.
+    """
+    pts, lens = [], []
+    for a, b in zip(v[:-1], v[1:]):
+        n = max(int(np.ceil(np.linalg.norm(b - a) / step)), 1)
+        s = (np.arange(n) + 0.5) / n
+        pts.append(a + s[:, None] * (b - a))
+        lens.append(np.full(n, np.linalg.norm(b - a) / n))
+    pts, lens = np.concatenate(pts), np.concatenate(lens)
+    far = np.sqrt(((pts[:, None] - xs[None]) ** 2).sum(-1)).min(1) > radius
+    run = best = 0.0
+    for f, l in zip(far, lens):
+        run = run + l if f else 0.0
+        best = max(best, run)
+    return float(lens[far].sum()), best
+
+
 def seismic(learner, args):
     xs = datasets.seismic_stream().astype(np.float32)
     fin, info = run_batch(learner, [xs] * 5)
     tss = ((xs - xs.mean(0)) ** 2).sum()
-    r2, segs, chord = [], [], []
+    r2, segs, chord, empty = [], [], [], []
     for i in range(5):
         s = jax.tree_util.tree_map(lambda a: a[i], fin)
         pr = geometry.polyline_projection(jnp.asarray(xs), s.vertices, s.n_vertices)
@@ -84,10 +105,14 @@ def seismic(learner, args):
         used = np.bincount(np.asarray(pr["segment"]), minlength=k)
         lens = np.linalg.norm(np.diff(v, axis=0), axis=1)
         chord.append(float(lens[used[:k] == 0].max()) if np.any(used[:k] == 0) else 0.0)
+        empty.append(empty_stretches(v, xs))
     pre = 1 - np.asarray(info.loss, np.float64)[:, :].sum(1) / ((xs[20:] - xs[20:].mean(0)) ** 2).sum()
     print(f"== seismic box: {len(xs)} events, 5 keys")
     print(f"  final-curve R² {np.mean(r2):.4f} (min {np.min(r2):.4f}) [paper 0.990]; prequential R² {pre.mean():.3f}; "
           f"segments {segs}; longest segment with no event on it (deg) {[round(c, 1) for c in chord]}")
+    print(f"  curve length > 3° from every event (deg; total / longest run): "
+          f"{' '.join(f'{a:.0f}/{b:.0f}' for a, b in empty)} [a plate-boundary curve drawn by hand "
+          f"(17 segments, R² 0.989): 35/14]")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")

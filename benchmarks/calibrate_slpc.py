@@ -12,7 +12,7 @@ mean cumulative loss (rounds t0+1..T), final-curve R² and segment counts.
 The benchmark (bench_slpc.py) checks the chosen defaults on other seeds and
 streams.
 
-Usage: python benchmarks/calibrate_slpc.py [--h 1 2] [--ls 0 0.1 0.3 1] [--streams cubic t2 line circle seis]
+Usage: python benchmarks/calibrate_slpc.py [--h 1 2] [--ls 0.3 1 2 3] [--streams cubic t2 line circle seis]
 """
 import argparse
 import itertools
@@ -53,7 +53,7 @@ def run_grid(learner, cells, names, label, streams, truth=None, t0=20):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--h", type=float, nargs="*", default=[1.0, 2.0])
-    ap.add_argument("--ls", type=float, nargs="*", default=[0.0, 0.1, 0.3, 1.0])
+    ap.add_argument("--ls", type=float, nargs="*", default=[0.3, 1.0, 2.0, 3.0])
     ap.add_argument("--streams", nargs="*", default=["cubic", "t2", "line", "circle", "seis"])
     args = ap.parse_args()
     learner = js.slpc()

@@ -18,8 +18,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE = 0, 1, 2, 3
-MOVE_NAMES = ("keep", "move", "insert", "delete")
+MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE, MOVE_REVERSE = 0, 1, 2, 3, 4
+MOVE_NAMES = ("keep", "move", "insert", "delete", "reverse")
 
 
 def seg_d2_points(P, A, B):
@@ -46,6 +46,11 @@ def seg_d2_points(P, A, B):
     ap = [P[:, k] - A[..., k, None] for k in range(d)]
     t = jnp.clip(sum(u * v for u, v in zip(ap, ab)) * inv, 0.0, 1.0)
     d2 = sum((u - t * v) ** 2 for u, v in zip(ap, ab))
+    # Past the far end, |P − B|² computed from P − B itself (t = 0 already
+    # gives |P − A|² exactly): two segments sharing the vertex nearest to P
+    # then tie exactly, and the first wins everywhere (jit, eager, vmap)
+    # instead of by rounding.
+    d2 = jnp.where(t >= 1.0, sum((P[:, k] - B[..., k, None]) ** 2 for k in range(d)), d2)
     return d2, t
 
 

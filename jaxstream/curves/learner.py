@@ -49,7 +49,7 @@ from .. import geometry
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner
 from . import candidates as cand
-from .candidates import MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_SHIFT, n_candidates  # noqa: F401
+from .candidates import MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_REVERSE, MOVE_SHIFT, n_candidates  # noqa: F401
 from .objective import (Constants, Params, default_params, learning_rate, noise_price, penalty,  # noqa: F401
                         theoretical_constants, theory_price)
 
@@ -70,6 +70,13 @@ class State(NamedTuple):
       hist_r: (H + 1,) each row's squared distance to the segment joining
         its two nearest earlier points when it arrived: a curve-free noise
         proxy (see `_noise_level`).
+      hist_e: (H + 1,) each row's prequential squared residual (its distance
+        to the line before the line learned it; for the initial points their
+        ``hist_r``/1.5), the noise estimate of `_noise_level`.
+      sorted_r, sorted_e: (H,) the stored rows' ``hist_r`` / ``hist_e`` in
+        increasing order (inf beyond ``n_stored``), kept sorted by one
+        removal and one insertion per round, so the medians cost O(H) and no
+        sort.
       n_stored: number of valid rows 0 … H−1.
       n_seen: number of points learned so far (initial points included).
       centre: (d,) mean of the initial points.
@@ -82,6 +89,9 @@ class State(NamedTuple):
     hist_x: Array
     hist_D: Array
     hist_r: Array
+    hist_e: Array
+    sorted_r: Array
+    sorted_e: Array
     n_stored: Array
     n_seen: Array
     centre: Array
@@ -245,7 +255,11 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     others = ~jnp.eye(n0, dtype=bool)
     r0 = jax.vmap(_nn_residual, in_axes=(0, None, 0))(u, u, others)
     hr = jnp.zeros((H + 1,), dt).at[:n0].set(r0)
-    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((H + 1, V - 1), dt), hr,
+    he = jnp.zeros((H + 1,), dt).at[:n0].set(r0 / NN_INFLATION)
+    pad = jnp.full((H - n0,), jnp.inf, dt)
+    sr = jnp.concatenate([jnp.sort(r0), pad])
+    se = jnp.concatenate([jnp.sort(r0 / NN_INFLATION), pad])
+    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((H + 1, V - 1), dt), hr, he, sr, se,
                   jnp.asarray(n0, jnp.int32), jnp.asarray(n0, jnp.int32), centre, scale, params)
     state = state._replace(hist_D=_segment_table(hx, state.std_vertices, 2))
     if config.init == "fit" and config.init_rounds > 0:
@@ -295,14 +309,16 @@ class _Draws(NamedTuple):
     gumbel: Array  # (V−1,)
     z: Array  # (C,) Exp(1) for the local candidates
     z_del: Array  # (V,) Exp(1) for the global deletions
+    z_rev: Array  # (2, V−1) Exp(1) for the end reversals
 
 
 def _draw(key, n_segs: int, C: int, epsilon, dt) -> _Draws:
     """All of a round's randomness from one uniform draw."""
     tiny = jnp.finfo(dt).tiny
-    u = jax.random.uniform(key, (2 + n_segs + C + n_segs + 1,), dt, minval=tiny)
+    u = jax.random.uniform(key, (2 + n_segs + C + n_segs + 1 + 2 * n_segs,), dt, minval=tiny)
     e = -jnp.log(u[2 + n_segs:])
-    return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[2:2 + n_segs])), e[:C], e[C:])
+    return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[2:2 + n_segs])), e[:C], e[C:C + n_segs + 1],
+                  e[C + n_segs + 1:].reshape(2, n_segs))
 
 
 def _first_argmin(D, dmin):
@@ -339,6 +355,7 @@ def _normal_ppf(p: float) -> float:
 
 
 def _quantile(v, valid, q: float):
+    """q-quantile (linear interpolation) of v over the valid entries, by a sort."""
     n = jnp.sum(valid)
     srt = jnp.sort(jnp.where(valid, v, jnp.inf))
     pos = q * jnp.maximum(n - 1, 0).astype(v.dtype)
@@ -347,25 +364,73 @@ def _quantile(v, valid, q: float):
     return srt[i] * (1 - frac) + srt[jnp.minimum(i + 1, jnp.maximum(n - 1, 0))] * frac
 
 
+def _sorted_quantile(srt, n, extra, use_extra, q: float):
+    """`_quantile` of the n values of the sorted array srt (inf-padded) plus,
+    if use_extra, the value extra — without a sort: O(len(srt))."""
+    m = n + use_extra.astype(n.dtype)
+    pe = jnp.sum(srt < extra).astype(jnp.int32)  # extra's rank among srt
+    size = srt.shape[0]
+
+    def at(i):
+        s_i = srt[jnp.clip(i, 0, size - 1)]
+        s_m1 = srt[jnp.clip(i - 1, 0, size - 1)]
+        return jnp.where(use_extra, jnp.where(i < pe, s_i, jnp.where(i == pe, extra, s_m1)), s_i)
+
+    pos = q * jnp.maximum(m - 1, 0).astype(srt.dtype)
+    i = jnp.floor(pos).astype(jnp.int32)
+    frac = pos - i
+    return at(i) * (1 - frac) + at(jnp.minimum(i + 1, jnp.maximum(m - 1, 0))) * frac
+
+
+def _sorted_replace(srt, old, remove, new, insert):
+    """srt (sorted, inf-padded) with one copy of `old` removed (if remove) and
+    `new` inserted (if insert): two shifted selects, O(len(srt))."""
+    i = jnp.arange(srt.shape[0])
+    nxt = jnp.concatenate([srt[1:], jnp.full((1,), jnp.inf, srt.dtype)])
+    p = jnp.sum(srt < old)
+    srt = jnp.where(remove & (i >= p), nxt, srt)
+    prv = jnp.concatenate([jnp.full((1,), -jnp.inf, srt.dtype), srt[:-1]])
+    q = jnp.sum(srt < new)
+    return jnp.where(insert, jnp.where(i < q, srt, jnp.where(i == q, new, prv)), srt)
+
+
 # The two-nearest-neighbour residual of a point on a noisy curve is about
 # 1.5 times its residual to the curve (the two neighbours are noisy too).
 NN_INFLATION = 1.5
+# The curve-free proxy looks for the two nearest neighbours among the first
+# NN_ROWS rows of the history only: a uniform sample of the past of fixed
+# size, so its density (and so its bias: in a dense sample the two nearest
+# neighbours straddle x across the noise band) does not grow with n.
+NN_ROWS = 64
 
 
-def _noise_level(dmin, r, valid, d: int):
+def _noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     """σ̂²: the per-coordinate noise variance the price is measured in.
 
     Residuals to a curve in R^d with isotropic noise σ² are σ²·χ²_{d−1}, so
-    the median squared residual of the current line, divided by χ²_{d−1}'s
-    median, estimates σ² once the line follows the data. While it does not
-    (the first rounds) that estimate is the misfit, not the noise, and would
-    price out the very vertices that fix it; the same statistic of each
-    point's distance to the chord of its two nearest earlier points needs no
-    curve. σ̂² is the smaller of the two.
+    a median squared residual divided by χ²_{d−1}'s median estimates σ². The
+    residuals used are each row's *prequential* one, its distance to the
+    line before the line learned it (``hist_e``): the current line's own
+    residuals fall as the line folds into the noise band, which lowers the
+    price, which lets it fold more (on a long stream σ̂² read ~0.3× the noise
+    and the curve grew without end). In the first rounds the prequential
+    residuals are the misfit, not the noise, and would price out the very
+    vertices that fix it; the same statistic of each point's distance to the
+    chord of its two nearest earlier points (``hist_r``) needs no curve. σ̂²
+    is the smaller of the two.
+
+    Args:
+      sorted_e, sorted_r: (H,) the stored rows' prequential and
+        two-nearest-neighbour residuals, sorted (inf-padded).
+      n: number of stored rows.
+      e_x, r_x: x_t's residuals; use_x: whether x_t is in the objective.
+      d: dimension.
     """
     k = max(d - 1, 1)
     q = _chi2_quantile(k)
-    return jnp.minimum(_quantile(dmin, valid, NOISE_QUANTILE), _quantile(r, valid, NOISE_QUANTILE) / NN_INFLATION) / q
+    me = _sorted_quantile(sorted_e, n, e_x, use_x, NOISE_QUANTILE)
+    mr = _sorted_quantile(sorted_r, n, r_x, use_x, NOISE_QUANTILE)
+    return jnp.minimum(me, mr / NN_INFLATION) / q
 
 
 class _Window(NamedTuple):
@@ -463,8 +528,23 @@ def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
     return dl, d2l
 
 
-def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
-    """The chosen line and the shifted distance cache."""
+class _Move(NamedTuple):
+    """A chosen line and how its distance cache comes from the old one.
+
+    Column j of the new cache is ``new_cols[:, new_idx[j]]`` where ``is_new[j]``
+    (segments the move created, already scored), else old column
+    ``old_col[j]``; columns >= nv − 1 are inactive (inf).
+    """
+
+    vidx: Array  # (V, d)
+    nv: Array
+    old_col: Array  # (V−1,)
+    is_new: Array  # (V−1,)
+    new_idx: Array  # (V−1,)
+
+
+def _local_move(c: _Cands, win: _Window, winner, vidx, nv) -> _Move:
+    """The local winner; its new segments are columns 0..W+1 of the new-column table."""
     V, W = vidx.shape[0], c.U_i.shape[1] - 1
     a = win.a
     mw = c.m[winner]
@@ -472,17 +552,30 @@ def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
     src_old = jnp.clip(jnp.where(out < a, out, out - mw + c.n_old), 0, V - 1)
     new_vidx = jnp.where(((out >= a) & (out < a + mw))[:, None], c.U_i[winner][jnp.clip(out - a, 0, W)],
                          vidx[src_old])
-    new_nv = nv - c.n_old + mw
     shift = mw - c.n_old
     start = a - c.has_l.astype(jnp.int32)
     n_local = c.has_l.astype(jnp.int32) + mw + (win.b <= nv - 1).astype(jnp.int32) - 1
     j = jnp.arange(V - 1)
-    loc = d2l[winner].T  # (H+1, W+2)
     from_local = (j >= start) & (j < start + n_local)
     old_col = jnp.clip(jnp.where(j < start, j, j - shift), 0, V - 2)
-    newD = jnp.where(from_local[None], loc[:, jnp.clip(j - start, 0, W + 1)], hD[:, old_col])
-    newD = jnp.where((j < new_nv - 1)[None], newD, jnp.inf)
-    return new_vidx, new_nv, newD
+    return _Move(new_vidx, nv + shift, old_col, from_local, jnp.clip(j - start, 0, W + 1))
+
+
+def _apply(move: _Move, hD, new_cols):
+    """The new distance cache: one gather from the old cache, one from the new columns."""
+    j = jnp.arange(hD.shape[1])
+    newD = jnp.where(move.is_new[None], new_cols[:, move.new_idx], hD[:, move.old_col])
+    return jnp.where((j < move.nv - 1)[None], newD, jnp.inf)
+
+
+def _select(flag, a: _Move, b: _Move) -> _Move:
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)
+
+
+def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
+    """The chosen local line and the shifted distance cache."""
+    mv = _local_move(c, win, winner, vidx, nv)
+    return mv.vidx, mv.nv, _apply(mv, hD, d2l[winner].T)
 
 
 class _Deletions(NamedTuple):
@@ -492,7 +585,12 @@ class _Deletions(NamedTuple):
     chord: Array  # (V−2, H+1) distances to the chord v_{j−1} v_{j+1}
 
 
-def _score_deletions(hx, hD, dmin, w, verts, nv, length) -> _Deletions:
+def _cummins(hD):
+    """Prefix and suffix minima of the cached distances over segments."""
+    return lax.cummin(hD, axis=1), lax.cummin(hD, axis=1, reverse=True)
+
+
+def _score_deletions(hx, hD, dmin, w, verts, nv, length, cummins=None) -> _Deletions:
     """Deleting any one vertex of f̂, every vertex at once (dense).
 
     The local window only ever sees the line near x (or one random place);
@@ -504,8 +602,7 @@ def _score_deletions(hx, hD, dmin, w, verts, nv, length) -> _Deletions:
     """
     V = verts.shape[0]
     big = jnp.asarray(jnp.inf, hD.dtype)
-    pre = lax.cummin(hD, axis=1)  # min over segments 0..k
-    suf = lax.cummin(hD, axis=1, reverse=True)  # min over k..V−2
+    pre, suf = _cummins(hD) if cummins is None else cummins  # min over segments 0..k, k..V−2
     padc = jnp.full((hD.shape[0], 1), big)
     pre_m2 = jnp.concatenate([padc, padc, pre[:, :-1]], 1)  # column j: min over 0..j−2
     suf_p1 = jnp.concatenate([suf[:, 1:], padc, padc], 1)  # column j: min over j+1..
@@ -526,40 +623,113 @@ def _score_deletions(hx, hD, dmin, w, verts, nv, length) -> _Deletions:
     return _Deletions(dl, new_len, ok, chord)
 
 
-def _commit_deletion(j, vidx, nv, hD, chord):
+def _deletion_move(j, vidx, nv, new_idx) -> _Move:
+    """Deleting vertex j; the chord v_{j−1} v_{j+1} is new column ``new_idx``."""
     V = vidx.shape[0]
     out = jnp.arange(V)
-    new_vidx = vidx[jnp.minimum(out + (out >= j), V - 1)]
     k = jnp.arange(V - 1)
     interior = (j >= 1) & (j <= nv - 2)
-    newD = jnp.where((k < j - 1)[None], hD, hD[:, jnp.minimum(k + 1, V - 2)])
-    newD = jnp.where(((k == j - 1) & interior)[None], chord[jnp.clip(j - 1, 0, V - 3)][:, None], newD)
-    newD = jnp.where((k < nv - 2)[None], newD, jnp.inf)
-    return new_vidx, nv - 1, newD
+    return _Move(vidx[jnp.minimum(out + (out >= j), V - 1)], nv - 1,
+                 jnp.where(k < j - 1, k, jnp.minimum(k + 1, V - 2)), (k == j - 1) & interior,
+                 jnp.full((V - 1,), new_idx, jnp.int32))
 
 
-def _deletion_stage(draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
-                    new_vidx, new_nv, newD, move_local):
-    """Score every single-vertex deletion; take the best if it beats the local winner."""
+def _commit_deletion(j, vidx, nv, hD, chord):
+    V = vidx.shape[0]
+    mv = _deletion_move(j, vidx, nv, 0)
+    return mv.vidx, mv.nv, _apply(mv, hD, chord[jnp.clip(j - 1, 0, V - 3)][:, None])
+
+
+class _Reversals(NamedTuple):
+    delta_loss: Array  # (2, V−1) Δ(weighted loss) of reversing the prefix / suffix at segment k
+    new_len: Array  # (2, V−1)
+    ok: Array  # (2, V−1)
+    new_seg: Array  # (2, V−1, H+1) distances to the new segment
+
+
+def _score_reversals(hx, hD, dmin, w, verts, nv, length, cummins=None) -> _Reversals:
+    """2-opt moves at an end of the line, every one at once (dense).
+
+    Reversing the prefix v_0 … v_k replaces segment k by (v_0, v_{k+1});
+    reversing the suffix v_{k+1} … v_last replaces it by (v_k, v_last). The
+    other segments are kept (reversed), so with prefix and suffix minima of
+    the cached distances each move costs O(H). The local search cannot make
+    these moves: a line that visits clusters in the wrong order keeps a
+    chord across an empty region between them, however the vertices move.
+    """
+    V = verts.shape[0]
+    big = jnp.asarray(jnp.inf, hD.dtype)
+    padc = jnp.full((hD.shape[0], 1), big)
+    pre, suf = _cummins(hD) if cummins is None else cummins
+    pre_m1 = jnp.concatenate([padc, pre[:, :-1]], 1)  # column k: min over 0..k−1
+    suf_p1 = jnp.concatenate([suf[:, 1:], padc], 1)  # min over k+1..
+    kept = jnp.minimum(pre_m1, suf_p1).T  # (V−1, H+1)
+    last = verts[jnp.maximum(nv - 1, 0)]
+    ends_a = jnp.stack([jnp.broadcast_to(verts[0], verts[1:].shape), verts[:-1]])  # (2, V−1, d)
+    ends_b = jnp.stack([verts[1:], jnp.broadcast_to(last, verts[1:].shape)])
+    new_seg, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, V−1, H+1)
+    new = jnp.minimum(kept[None], new_seg)
+    dl = jnp.sum(jnp.where(w > 0, w * (new - dmin), 0.0), -1)
+    k = jnp.arange(V - 1)
+    seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
+    new_len = length - seg_len[None] + jnp.sqrt(jnp.sum((ends_b - ends_a) ** 2, -1))
+    ok = jnp.stack([(k >= 1) & (k <= nv - 2), k <= nv - 3]) & jnp.isfinite(dl)
+    return _Reversals(dl, new_len, ok, new_seg)
+
+
+def _reversal_move(side, k, vidx, nv, new_idx) -> _Move:
+    """Reversing the prefix (side 0) or suffix (side 1) at segment k; the new
+    segment is new column ``new_idx``."""
+    V = vidx.shape[0]
+    i = jnp.arange(V)
+    src_v = jnp.where(side == 0, jnp.where(i <= k, k - i, i),
+                      jnp.where((i > k) & (i < nv), nv + k - i, i))
+    j = jnp.arange(V - 1)
+    src_c = jnp.where(side == 0, jnp.where(j < k, k - 1 - j, j),
+                      jnp.where((j > k) & (j < nv - 1), nv + k - j - 1, j))
+    return _Move(vidx[jnp.clip(src_v, 0, V - 1)], nv, jnp.clip(src_c, 0, V - 2), j == k,
+                 jnp.full((V - 1,), new_idx, jnp.int32))
+
+
+def _commit_reversal(side, k, vidx, nv, hD, new_seg):
+    """The line and cache after reversing the prefix (side 0) or suffix (side 1) at segment k."""
+    mv = _reversal_move(side, k, vidx, nv, 0)
+    return mv.vidx, _apply(mv, hD, new_seg[side, k][:, None])
+
+
+def _global_stage(draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
+                  local: _Move, loc_cols, move_local):
+    """Score every single-vertex deletion and every end reversal; the best of
+    them replaces the local winner if its objective is lower. The cache is
+    rewritten once, for the move that won."""
     V = verts.shape[0]
     dt = verts.dtype
+    Wl = loc_cols.shape[1]
     length = geometry.polyline_length(verts, nv)
-    dels = _score_deletions(hx, hD, dmin, w, verts, nv, length)
+    cm = _cummins(hD)
+    dels = _score_deletions(hx, hD, dmin, w, verts, nv, length, cm)
     ns_del = jnp.full((V,), nv - 2, dt)
+    revs = _score_reversals(hx, hD, dmin, w, verts, nv, length, cm)
+    ns_rev = jnp.full(revs.new_len.shape, nv - 1, dt)
     if config.penalty == "noise":
         price_del = noise_price(ns_del, dels.new_len, draws.z_del, sigma2, n_tot, d, prm)
+        price_rev = noise_price(ns_rev, revs.new_len, draws.z_rev, sigma2, n_tot, d, prm)
     else:
         price_del = theory_price(ns_del, dels.new_len, draws.z_del, n_tot, p, d, prm)
+        price_rev = theory_price(ns_rev, revs.new_len, draws.z_rev, n_tot, p, d, prm)
     obj_del = jnp.where(dels.ok & (dels.new_len <= prm.L), dels.delta_loss + price_del, jnp.inf)
     j_del = jnp.argmin(obj_del)
     use_del = obj_del[j_del] < obj_local
-    dv, dnv, dD = _commit_deletion(j_del, vidx, nv, hD, dels.chord)
-    new_vidx = jnp.where(use_del, dv, new_vidx)
-    new_nv = jnp.where(use_del, dnv, new_nv)
-    newD = jnp.where(use_del, dD, newD)
-    move_won = jnp.where(use_del, MOVE_DELETE, move_local)
-    return new_vidx, new_nv, newD, move_won
-
+    obj_rev = jnp.where(revs.ok & (revs.new_len <= prm.L), revs.delta_loss + price_rev, jnp.inf).reshape(-1)
+    i_rev = jnp.argmin(obj_rev)
+    use_rev = obj_rev[i_rev] < jnp.minimum(obj_local, obj_del[j_del])
+    side, k_rev = i_rev // (V - 1), i_rev % (V - 1)
+    mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv, Wl + 1),
+                 _select(use_del, _deletion_move(j_del, vidx, nv, Wl), local))
+    new_cols = jnp.concatenate([loc_cols, dels.chord[jnp.clip(j_del - 1, 0, V - 3)][:, None],
+                                revs.new_seg[side, k_rev][:, None]], 1)
+    move_won = jnp.where(use_rev, MOVE_REVERSE, jnp.where(use_del, MOVE_DELETE, move_local))
+    return mv.vidx, mv.nv, _apply(mv, hD, new_cols), move_won
 
 
 def _round(key, state: State, u, config: Config, *, store: bool = True, inspect: bool = False):
@@ -578,17 +748,18 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     hx = state.hist_x.at[H].set(u)
     hD = state.hist_D.at[H].set(_segment_table(u[None], verts, nv)[0])
     rows = jnp.arange(H + 1)
-    r_x = _nn_residual(u, state.hist_x, rows < state.n_stored)
+    r_x = _nn_residual(u, state.hist_x, rows < jnp.minimum(state.n_stored, NN_ROWS))
     hr = state.hist_r.at[H].set(jnp.where(store, r_x, state.hist_r[H]))
     dmin = jnp.min(hD, 1)
     seg = _first_argmin(hD, dmin)
     loss_u = dmin[H]
+    he = state.hist_e.at[H].set(jnp.where(store, loss_u, state.hist_e[H]))
     rows = jnp.arange(H + 1)
     valid = (rows < state.n_stored) | ((rows == H) & store)
     weight_hist = state.n_seen.astype(dt) / jnp.maximum(state.n_stored, 1).astype(dt)
     w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, weight_hist, 0.0))
     n_tot = state.n_seen + int(store)
-    sigma2 = _noise_level(dmin, hr, w > 0, d)
+    sigma2 = _noise_level(state.sorted_e, state.sorted_r, state.n_stored, he[H], hr[H], jnp.asarray(store), d)
     A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
     ab = B - A
     tpar = jnp.clip(jnp.sum((hx - A) * ab, 1) / jnp.maximum(jnp.sum(ab * ab, 1), 1e-30), 0.0, 1.0)
@@ -608,14 +779,14 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     feasible = c.ok & (c.m >= 0) & (new_ns >= 1) & (new_ns <= p) & (new_len <= prm.L) & jnp.isfinite(obj)
     feasible = feasible.at[0].set(True)
     winner = jnp.argmin(jnp.where(feasible, obj, jnp.inf))
-    new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, d2l)
-
-    # Global deletions compete with the local winner (a line of one segment has none).
+    # Global deletions and end reversals compete with the local winner (a
+    # line of one segment has none).
     if V >= 3:
-        new_vidx, new_nv, newD, move_won = _deletion_stage(
+        new_vidx, new_nv, newD, move_won = _global_stage(
             draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj[winner],
-            new_vidx, new_nv, newD, c.move[winner])
+            _local_move(c, win, winner, vidx, nv), d2l[winner].T, c.move[winner])
     else:
+        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, d2l)
         move_won = c.move[winner]
 
     # Offer x_t to the reservoir (Vitter's algorithm R).
@@ -627,11 +798,14 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     slot = jnp.where(put, slot, H)  # H: the scratch row writes onto itself
     hx = hx.at[slot].set(hx[H])
     newD = newD.at[slot].set(newD[H])
+    sr = _sorted_replace(state.sorted_r, hr[slot], put & full, hr[H], put)
+    se = _sorted_replace(state.sorted_e, he[slot], put & full, he[H], put)
     hr = hr.at[slot].set(hr[H])
+    he = he.at[slot].set(he[H])
     n_stored = jnp.where(put & ~full, state.n_stored + 1, state.n_stored)
 
     s2 = state.scale ** 2
-    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, newD, hr, n_stored.astype(jnp.int32),
+    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, newD, hr, he, sr, se, n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), state.centre, state.scale, prm)
     info = Info(s2 * loss_u, (new_nv - 1).astype(jnp.int32), win.explore, move_won, s2 * sigma2)
     if not inspect:
