@@ -863,7 +863,7 @@ def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
     batches below and above one chunk, with batched and unbatched inputs and nested pytrees."""
     rng = np.random.default_rng(3)
     fn = lambda sm, bg: (sm[0] * bg["w"] + jnp.sum(bg["v"]), sm[1] + 1)
-    for B in (3, 16, 40):
+    for B in (3, 16, 40, 100):  # one chunk of every stream; chunks of 1, 2 and 6 streams
         for frac in (0.0, 0.2, 0.9, 1.0):
             pred = rng.uniform(size=B) < frac
             a = rng.standard_normal((B, 4)).astype(np.float32)
@@ -880,9 +880,9 @@ def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
 
 
 def test_large_batch_equals_single_streams():
-    """B = 24 streams (more than one chunk of the compacted rare branches, which are taken by more than one
-    chunk of streams at some steps) give what each stream gives alone."""
-    B, T = 24, 50
+    """B = 48 streams (the compacted rare branches run in several chunks of 3 streams, some partly filled)
+    give what each stream gives alone."""
+    B, T = 48, 50
     rng = np.random.default_rng(5)
     Xs = rng.standard_normal((B, T, 2)) * rng.uniform(0.5, 2.0, (B, 1, 1))
     with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
@@ -892,8 +892,8 @@ def test_large_batch_equals_single_streams():
         fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
             keys, Xs[:, 1:], states)
         n3 = (np.asarray(infos.case) == 3).sum(0)
-        c = max(8, B // 8)
-        assert n3.max() > c and ((n3 > 0) & (n3 < c)).any()  # both regimes of the compaction occur
+        c = ON._chunk(B)
+        assert c > 1 and n3.max() > c and (n3 % c).any()  # several chunks, and partly filled ones, occur
         one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
         for b in range(B):
             s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))

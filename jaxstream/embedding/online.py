@@ -46,7 +46,7 @@ Cost per arrival: O(N) distance evaluations (x to the buffer); case 3 adds
 O(n_L·N); ``align=True`` adds an n_L x n_L eigendecomposition whenever the
 landmarks change. The rare branches are written as loops that run at most
 once (`_rare`); under `run_streams` (vmap) a custom batching rule runs them
-only for the streams that take them, in chunks of max(8, B/8) streams (a
+only for the streams that take them, in chunks of B/16 streams (a
 plain ``lax.cond`` would run both sides for every stream at every step, and
 a batched loop every stream at each step where one stream needs it: 95 % of
 the steps of 64 S-curve streams). `update` is not reverse-differentiable (it
@@ -356,6 +356,12 @@ def _rare_loop(pred, fn, default, small, big):
 _COMPACT_MAX_BYTES = 4 << 20
 
 
+def _chunk(batch: int) -> int:
+    """Streams per chunk of a compacted rare branch: B/16 (at least 1), i.e. about three chunks when 18 % of
+    the streams take the branch, the rate of case 3 on an S-curve."""
+    return max(1, batch // 16)
+
+
 def _rare(pred, fn, default, small, big):
     """``fn(small, big)`` if `pred` else `default`, for a rarely taken, expensive branch.
 
@@ -366,7 +372,7 @@ def _rare(pred, fn, default, small, big):
     some stream needs it (on most steps of a large batch). Instead the
     batching rule compacts: the indices of the streams that take the branch
     are sorted to the front and `fn` runs, vmapped, on chunks of
-    ``max(8, B // 8)`` of them in a loop that stops after the last one, so
+    `_chunk(B)` of them in a loop that stops after the last one, so
     the work follows the number of streams that need the branch. Results
     are the same as one stream's, stream by stream.
     """
@@ -388,7 +394,7 @@ def _rare(pred, fn, default, small, big):
         per_stream = sum(np.prod(np.shape(x)[1:], dtype=np.int64) * jnp.dtype(x.dtype).itemsize
                          for x, b in zip(jax.tree_util.tree_leaves((small, big)), jax.tree_util.tree_leaves((s_b, g_b)))
                          if b)
-        c = min(axis_size, max(8, axis_size // 8))
+        c = _chunk(axis_size)
         if per_stream > _COMPACT_MAX_BYTES or c == axis_size:
             out = _rare_loop(jnp.any(pred), lambda sm, bg: _select_rows(pred, vfn(sm, bg), default),
                              default, small, big)
