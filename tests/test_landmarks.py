@@ -783,16 +783,22 @@ def test_non_euclidean_metric_with_negative_eigenvalues():
         assert int(s.embedding.n_positive) == int(LM.lmds_fit(D[np.ix_(idx, idx)] ** 2, 2).n_positive)
 
 
+def _batched_and_one(lrn, Xs):
+    """run_streams of all of Xs (first row as x_init) and a jitted single-stream runner, with the keys."""
+    keys = jax.random.split(jax.random.key(0), Xs.shape[0])
+    states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+    fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
+        keys, Xs[:, 1:], states)
+    one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
+    return keys, fin, infos, one
+
+
 def test_align_under_vmap_equals_single_runs():
     B = 3
     Xs = np.stack([clustered_stream(30 + b, 41) for b in range(B)])
     with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
         lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True)
-        keys = jax.random.split(jax.random.key(0), B)
-        states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
-        fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
-            keys, Xs[:, 1:], states)
-        one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
+        keys, fin, infos, one = _batched_and_one(lrn, Xs)
         for b in range(B):
             s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
             np.testing.assert_array_equal(np.asarray(infos.case[b]), np.asarray(info.case))
@@ -887,14 +893,10 @@ def test_large_batch_equals_single_streams():
     Xs = rng.standard_normal((B, T, 2)) * rng.uniform(0.5, 2.0, (B, 1, 1))
     with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
         lrn = LM.landmark_mds(4, n_components=2, buffer_size=20, align=True)
-        keys = jax.random.split(jax.random.key(0), B)
-        states = jaxstream.init_streams(lrn, keys, Xs[:, :1])
-        fin, infos = jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace="info"))(
-            keys, Xs[:, 1:], states)
+        keys, fin, infos, one = _batched_and_one(lrn, Xs)
         n3 = (np.asarray(infos.case) == 3).sum(0)
         c = ON._chunk(B)
         assert c > 1 and n3.max() > c and (n3 % c).any()  # several chunks, and partly filled ones, occur
-        one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info"))
         for b in range(B):
             s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
             np.testing.assert_array_equal(np.asarray(infos.case[b]), np.asarray(info.case))
