@@ -116,8 +116,9 @@ ax.set_xlabel("longitude (°E)"); ax.set_ylabel("latitude (°N)"); ax.legend(fon
 
 `jaxstream.curves.propose` returns the whole candidate set of a round; every
 local candidate differs from the current line in a window of at most `window`
-vertices around the new point (a global deletion of one vertex, scored for
-every vertex at once, also competes)."""),
+vertices around the new point (global moves also compete: deleting any one
+vertex, and reversing the line's prefix or suffix at any segment, all scored
+at once)."""),
     ("code", """from jaxstream import curves as pc
 xs = datasets.make_cubic_stream(300, seed=3).astype(np.float32)
 state, _ = js.run_stream(learner, jax.random.key(0), xs[20:299], learner.init(jax.random.key(0), xs[:20]))
