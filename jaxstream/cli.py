@@ -628,7 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multiplier of the inverse temperature λ (larger: more clusters; default: the "
                         "learner's)")
     p.add_argument("--radius", type=_positive_float, metavar="R",
-                   help="bound on the norm of the points (default: the largest norm in the data)")
+                   help="bound on the norm of the points, a ball centred at the origin (default: none; the "
+                        "prior ball is learned from the stream, so results do not depend on units or origin)")
     _common(p, "cluster.png")
 
     p = sub.add_parser(
@@ -647,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dimension of the embedding (default: 2, or d for 1-D data)")
     p.add_argument("--buffer-size", type=_positive_int, metavar="N",
                    help="recent points forming the neighbourhood graph (capacity; default: the learner's, "
-                        "10 x max-landmarks)")
+                        "max(1024, 10 x max-landmarks))")
     p.add_argument("--eps0", type=_nonneg_float, metavar="E", help="initial covering threshold ε (default: 0)")
     p.add_argument("--stress-sample", type=_positive_int, default=2000, metavar="M",
                    help="points used to compute the stress (all pairs; default: 2000)")
