@@ -26,13 +26,37 @@ class LandmarkMDS:
         model.partial_fit(X)          # learn a stream (or model.learn_one(x))
         Y = model.transform(X)        # embed points under the current landmarks
 
-    Args: as `landmark_mds`, plus ``seed`` for the PRNG key.
+    Held coordinates (``reembed_every=K``): an online user holds each point's
+    coordinates from its arrival (`Info.y`), placed by the landmarks of that
+    moment; early points were placed before the landmarks saw the rest of
+    the data. With ``reembed_every=K`` the model keeps every point it has
+    seen (host memory n·p) and, after each arrival whose index t (0-based)
+    is a multiple of K, re-embeds all points seen so far (0..t) with the
+    current landmarks; `held_` returns the coordinates the user holds: the
+    last re-embedding for points up to it, the at-arrival coordinates for
+    later ones. Each re-embedding costs O(t·n_L) (one landmark-MDS transform
+    of every point seen), i.e. O(n·n_L/K) per arrival on average; measured in
+    ``benchmarks/bench_landmarks.py --only arrival``. Without ``align=True``
+    consecutive re-embeddings may differ by a reflection (each point's held
+    coordinates come from one embedding; compare within one block).
+
+    Args: as `landmark_mds`, plus ``seed`` for the PRNG key and
+      ``reembed_every`` (positive int or None, the default: no re-embedding,
+      nothing kept; turns ``embed_arrivals`` on).
     """
 
     def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
-                 min_support: int = 0, seed: int = 0):
+                 min_support: int = 0, seed: int = 0, reembed_every: Optional[int] = None):
+        if reembed_every is not None:
+            if isinstance(reembed_every, bool) or not isinstance(reembed_every, (int, np.integer)) \
+                    or reembed_every < 1:
+                raise ValueError(f"reembed_every must be a positive int or None; got {reembed_every!r}")
+            embed_arrivals = True  # the held coordinates of points after the last re-embedding are Info.y
+        self.reembed_every = None if reembed_every is None else int(reembed_every)
+        self._seen: list = []  # chunks of the points seen (only with reembed_every)
+        self._held: list = []  # chunks of the coordinates held for them
         self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
                                     metric=metric, distances=distances, align=align,
                                     cache_distances=cache_distances, eps0=eps0, embed_arrivals=embed_arrivals,
@@ -46,6 +70,8 @@ class LandmarkMDS:
         self.chunk_size = 256
         self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, trace="info",
                                                               step_offset=off))
+        self._run_masked = jax.jit(lambda k, xs, s, off, mask: run_stream(
+            self.learner, k, xs, s, mask=mask, trace="info", step_offset=off))
         cfg = self._cfg
         self._embedding = jax.jit(lambda s: s.embedding if cfg.track else _fresh_embedding(s, cfg))
         self._embed = jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg))
@@ -58,6 +84,7 @@ class LandmarkMDS:
 
     def reset(self) -> "LandmarkMDS":
         self.state = None
+        self._seen, self._held = [], []
         return self
 
     def learn_one(self, x) -> Info:
@@ -70,13 +97,54 @@ class LandmarkMDS:
         """Learn points (n, p) in order; returns the per-point `Info` (NumPy arrays).
 
         Whole chunks of `chunk_size` points go through one compiled
-        `run_stream`; the remainder through the compiled single-point update,
-        so nothing recompiles as n varies.
+        `run_stream`; the rest (r points) through one masked `run_stream`
+        padded to a power of two in [8, chunk_size] (a single point: the
+        compiled single-point update), so only a few sizes ever compile. With ``reembed_every=K`` the
+        points are learned in segments that end at the arrivals where the
+        held coordinates are re-embedded.
         """
         X = self._prep(X, "X")
-        n = X.shape[0]
-        if n == 0:
+        if X.shape[0] == 0:
             raise ValueError("X is empty")
+        K = self.reembed_every
+        if K is None:
+            return self._learn(X)
+        infos = []
+        while X.shape[0]:
+            t0 = self.n_seen_
+            seg = X[:(-t0) % K + 1]  # up to and including the next arrival t with t % K == 0
+            X = X[seg.shape[0]:]
+            info = self._learn(seg)
+            infos.append(info)
+            self._seen.append(seg)
+            self._held.append(np.asarray(info.y))
+            if (self.n_seen_ - 1) % K == 0:  # the segment ended at such an arrival: re-embed all points
+                self._held = [self._embed_all(np.concatenate(self._seen))]
+                self._seen = [np.concatenate(self._seen)]
+        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+
+    def _embed_all(self, X) -> np.ndarray:
+        """Coordinates of X (n, p) under the current embedding, in padded blocks of a fixed size (one compile)."""
+        emb = self.embedding_
+        B = 1024
+        dtype = self.state.points.dtype
+        out = []
+        for i in range(0, X.shape[0], B):
+            blk = X[i:i + B]
+            pad = np.zeros((B, X.shape[1]), dtype)
+            pad[:blk.shape[0]] = blk
+            out.append(np.asarray(self._embed(self.state, emb, jnp.asarray(pad)))[:blk.shape[0]])
+        return np.concatenate(out)
+
+    @property
+    def held_(self) -> np.ndarray:
+        """(n_seen, k) the coordinates a user holds for every point seen (needs ``reembed_every``)."""
+        if self.reembed_every is None:
+            raise ValueError("held_ needs reembed_every=K (the model keeps no points otherwise)")
+        self._require()
+        return np.concatenate(self._held)
+
+    def _learn(self, X) -> Info:
         if self.state is None:
             dtype = (jnp.asarray(self.learner.params.distances).dtype if self._cfg.dist.precomputed
                      else jnp.asarray(X).dtype)
@@ -94,13 +162,20 @@ class LandmarkMDS:
         for i in range(0, n_full, C):
             self.state, info = self._run(self._key, X[i:i + C], self.state, int(self.state.n_seen))
             infos.append(jax.tree_util.tree_map(np.asarray, info))
-        rest = []
-        for x in X[n_full:]:
+        r = X.shape[0] - n_full
+        if r == 1:
             t = int(self.state.n_seen)
-            self.state, info = self._update(jax.random.fold_in(self._key, t), self.state, x)
-            rest.append(info)
-        if rest:
-            infos.append(jax.tree_util.tree_map(lambda *a: np.stack([np.asarray(v) for v in a]), *rest))
+            self.state, info = self._update(jax.random.fold_in(self._key, t), self.state, X[n_full])
+            infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[None], info))
+        elif r > 1:
+            # one masked run over the rest padded to a power of two (at least 8, at most C): a few compiled
+            # sizes instead of r dispatched single steps
+            P = min(C, max(8, 1 << (r - 1).bit_length()))
+            pad = np.zeros((P,) + X.shape[1:], X.dtype)
+            pad[:r] = X[n_full:]
+            self.state, info = self._run_masked(self._key, pad, self.state, int(self.state.n_seen),
+                                                np.arange(P) < r)
+            infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], info))
         return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
 
     def partial_fit(self, X) -> "LandmarkMDS":
