@@ -39,14 +39,44 @@ def _trace(state, x, info):
     return info, state.centers, state.n_clusters, state.ids
 
 
+T_SMALL = 24      # every run of the shared learner is a stream (or a chunk) of this length
+
+
 @pytest.fixture(scope="module")
 def small():
-    """A small learner (p = 10), a stream and a jitted run_stream shared by several tests."""
+    """A small learner (p = 10), a stream and a jitted run_stream shared by most learner tests, so
+    that the update compiles once for all of them. ``run(key, xs, state, offset=0)`` takes chunks
+    of T_SMALL points (``offset``: the global index of the chunk's first point); the learner's
+    radius is a parameter, so ``learner.init(key, x0, P.default_params())`` gives the same compiled
+    program a learned radius."""
     learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
-    xs = four_groups(0, 24)
-    run = jax.jit(lambda k, x, s: jaxstream.run_stream(learner, k, x, s, trace=_trace))
+    xs = four_groups(0, T_SMALL)
+    jrun = jax.jit(lambda k, x, s, off: jaxstream.run_stream(learner, k, x, s, trace=_trace, step_offset=off))
+
+    def run(key, xs, state, offset=0):
+        assert xs.shape == (T_SMALL, D) and xs.dtype == np.float32
+        return jrun(key, xs, state, offset)
+
     state0 = learner.init(jax.random.PRNGKey(0), xs[:0])
     return learner, xs, run, state0
+
+
+# The eager round: tiny, one Lloyd iteration, and capacities equal to d = 2, so that more of its
+# ops share shapes (op by op, every distinct (primitive, shapes) pair compiles apart).
+TINY = dict(max_clusters=2, history_size=2, n_steps=2)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A tiny learner and its update jitted once under `chex.assert_max_traces` (shared by the
+    compile-once and the eager tests)."""
+    learner = jaxstream.pacbo(TINY["max_clusters"], TINY["history_size"], TINY["n_steps"], radius=12.0,
+                              kmeans_iters=1)
+
+    def upd(key, state, x):
+        return learner.update(key, state, x)
+
+    return learner, jax.jit(chex.assert_max_traces(upd, n=1))
 
 
 # ----------------------------------------------------------------------------
@@ -130,19 +160,22 @@ def test_blocked_nearest_and_energies_match_numpy():
     valid = np.arange(H) < 7
     hloss = rng.uniform(0, 3, H)
     lam2 = rng.uniform(0, 0.5, H)
+    # Jitted (k traced): one compile each instead of one per primitive op by op.
+    blocked = jax.jit(L.nearest_center_blocked)
     for k in (1, 8, 9, 13):
-        dm, a = L.nearest_center_blocked(jnp.asarray(X.T), jnp.asarray(C[0]), k)
+        dm, a = blocked(jnp.asarray(X.T), jnp.asarray(C[0]), k)
         np.testing.assert_allclose(np.asarray(dm), [np_loss(x, C[0], k) for x in X], rtol=1e-5)
         np.testing.assert_array_equal(np.asarray(a), np_assign(X, C[0], k))
-    e = Q.energies(jnp.asarray(C), jnp.asarray(ks), jnp.asarray(X.T), jnp.asarray(valid), jnp.asarray(hloss),
-                   jnp.asarray(lam2), 1.7)
+    e = jax.jit(Q.energies)(jnp.asarray(C), jnp.asarray(ks), jnp.asarray(X.T), jnp.asarray(valid),
+                            jnp.asarray(hloss), jnp.asarray(lam2), 1.7)
     ref = [np_energy(C[m], ks[m], X, valid, hloss, lam2, 1.7) for m in range(M)]
     np.testing.assert_allclose(np.asarray(e), ref, rtol=1e-5)
-    dense = [Q.quasi_posterior_energy(jnp.asarray(C[m]), ks[m], jnp.asarray(X), jnp.asarray(valid),
-                                      jnp.asarray(hloss), jnp.asarray(lam2), 1.7) for m in range(M)]
+    dense_fn = jax.jit(Q.quasi_posterior_energy)
+    dense = [dense_fn(jnp.asarray(C[m]), ks[m], jnp.asarray(X), jnp.asarray(valid),
+                      jnp.asarray(hloss), jnp.asarray(lam2), 1.7) for m in range(M)]
     np.testing.assert_allclose(np.asarray(dense), ref, rtol=1e-5)
     o, r, eta = np.array([0.3, -0.2]), 3.0, 0.7
-    lp = Q.log_prior(jnp.asarray(C), jnp.asarray(ks), jnp.asarray(o), r, eta)
+    lp = jax.jit(Q.log_prior)(jnp.asarray(C), jnp.asarray(ks), jnp.asarray(o), r, eta)
     np.testing.assert_allclose(np.asarray(lp), [np_log_prior(C[m], ks[m], o, r, eta) for m in range(M)],
                                rtol=1e-5)
     assert np.isinf(np.asarray(lp)).any() and np.isfinite(np.asarray(lp)).any()
@@ -154,8 +187,9 @@ def test_kmeans_matches_numpy_and_masks():
     C = np.zeros((CAP, D))
     C[:4] = X[:4]
     pm = np.arange(30) < 25
-    out = np.asarray(L.kmeans(jnp.asarray(X), jnp.asarray(C), point_mask=jnp.asarray(pm),
-                              center_mask=L.center_mask(4, CAP), n_iters=6))
+    kmeans = jax.jit(L.kmeans, static_argnames="n_iters")
+    out = np.asarray(kmeans(jnp.asarray(X), jnp.asarray(C), point_mask=jnp.asarray(pm),
+                            center_mask=L.center_mask(4, CAP), n_iters=6))
     np.testing.assert_allclose(out[:4], np_lloyd(X[pm], C[:4], 4, 6), rtol=1e-5)
     np.testing.assert_array_equal(out[4:], 0.0)
     del rng
@@ -232,7 +266,7 @@ def test_proposal_density_matches_scipy():
     p, d = 4, 2
     means = [rng.standard_normal((p, d)) for _ in range(3)]
     fam = _family(p, d, [1, 2, 3], means, 0.7, mults=(0.5, 2.0), weights=[0.25, 0.5, 0.25])
-    c, k, lg, _ = K.sample_proposals(jax.random.PRNGKey(0), fam, 20, 3)
+    c, k, lg, _ = jax.jit(lambda key: K.sample_proposals(key, fam, 20, 3))(jax.random.PRNGKey(0))
     c, k, lg = np.asarray(c), np.asarray(k), np.asarray(lg)
     for i in range(20):
         r = k[i] - 1
@@ -293,8 +327,9 @@ def test_kernel_leaves_prior_invariant():
     assert stats.chisquare(counts, q * n_chains).pvalue < 1e-6, counts
 
 
-def _exact_k_posterior(pts, pm, hloss, lam2, lam, r, eta, grid=161):
-    """P(k) of the quasi-posterior for d = 1, k = 1..3, by midpoint quadrature over [−r, r]^k."""
+def _exact_k_posterior(pts, pm, hloss, lam2, lam, r, eta, grid=81):
+    """P(k) of the quasi-posterior for d = 1, k = 1..3, by midpoint quadrature over [−r, r]^k
+    (81 nodes a side: within 2e-5 of 161 on the test's problem, far below the χ² test's resolution)."""
     h = 2 * r / grid
     g = -r + h * (np.arange(grid) + 0.5)
     x = pts[pm]
@@ -355,11 +390,17 @@ def test_kernel_matches_numpy_independence_chain():
     X = rng.standard_normal((7, d)) * 2
     fn = Q.log_target_fn(jnp.asarray(X), jnp.ones(7, bool), jnp.zeros(7), jnp.zeros(7), 1.0, 0.3,
                          jnp.zeros(d), 6.0, 0.4)
-    st = K.init(jnp.asarray(means[1]), 3, fn, fam, 3)
     key = jax.random.PRNGKey(2)
-    fin, info = K.sample_chain(key, st, fn, fam, N, 3)
-    k_prop, k_u = jax.random.split(key)
-    c, k, lg, _ = K.sample_proposals(k_prop, fam, N, 3)
+
+    @jax.jit  # one compile for all the calls (op by op, each distinct primitive compiles apart)
+    def calls(key):
+        st = K.init(jnp.asarray(means[1]), 3, fn, fam, 3)
+        k_prop, _ = jax.random.split(key)
+        return (st, K.sample_chain(key, st, fn, fam, N, 3, path_mean=True), K.sample_proposals(k_prop, fam, N, 3),
+                K.build_kernel(fn, fam, 3)(key, st))
+
+    st, (fin, info, mean), (c, k, lg, _), (one, one_info) = calls(key)
+    _, k_u = jax.random.split(key)
     u = np.log(np.asarray(jax.random.uniform(k_u, (N,), jnp.float32)))
     c, k, lg = np.asarray(c, np.float64), np.asarray(k), np.asarray(lg, np.float64)
     ld = [-0.3 * np_energy(c[i], k[i], X, np.ones(7, bool), np.zeros(7), np.zeros(7), 1.0)
@@ -377,11 +418,9 @@ def test_kernel_matches_numpy_independence_chain():
     assert int(fin.n_clusters) == cur_k
     np.testing.assert_allclose(np.asarray(fin.centers), cur_c, rtol=1e-5, atol=1e-6)
     # path_mean: the average of the states over the steps at the final k.
-    fin2, _, mean = K.sample_chain(key, st, fn, fam, N, 3, path_mean=True)
     at_k = [s_ for s_, kk in zip(states, path) if kk == cur_k]
     assert np.ptp(np.array(at_k), axis=0).max() > 0.1  # several states: the mean is not the last one
     np.testing.assert_allclose(np.asarray(mean), np.mean(at_k, axis=0), rtol=1e-5, atol=1e-5)
-    one, one_info = K.build_kernel(fn, fam, 3)(key, st)
     assert one_info.n_clusters.shape == () and one.centers.shape == (p, d)
 
 
@@ -425,26 +464,24 @@ def test_same_key_same_result_and_vmap_equals_loop(small):
         chex.assert_trees_all_close(jax.tree_util.tree_map(lambda a: a[i], vst), st, rtol=1e-5, atol=1e-5)
 
 
-def test_update_compiles_once_as_k_changes(small):
-    learner, xs, _, state0 = small
-    def upd(key, state, x):
-        return learner.update(key, state, x)
-
-    update = jax.jit(chex.assert_max_traces(upd, n=1))
-    s, ks = state0, []
+def test_update_compiles_once_as_k_changes(tiny):
+    learner, update = tiny
+    xs = four_groups(6, 12)
+    s, ks = learner.init(jax.random.PRNGKey(0), xs[:0]), []
     for t in range(12):
         s, info = update(jax.random.PRNGKey(t), s, jnp.asarray(xs[t]))
         ks.append(int(info.n_clusters))
     assert len(set(ks)) > 1  # k changed without retracing
 
 
-def test_jit_matches_truly_eager():
+def test_jit_matches_truly_eager(tiny):
     """A round with jax.disable_jit() (every op eager) equals the jitted update (three initial
-    points, so the round runs the chain; one Lloyd iteration keeps the eager run short)."""
-    learner = jaxstream.pacbo(CAP, 4, 4, radius=12.0, kmeans_iters=1)
+    points, so the round runs the chain; tiny sizes and one Lloyd iteration keep the eager run
+    short: its cost is one compile per distinct primitive)."""
+    learner, update = tiny
     xs = four_groups(7, 4)
     s0 = learner.init(jax.random.PRNGKey(0), xs[:3])
-    sj, ij = jax.jit(learner.update)(jax.random.PRNGKey(1), s0, jnp.asarray(xs[3]))
+    sj, ij = update(jax.random.PRNGKey(1), s0, jnp.asarray(xs[3]))
     with jax.disable_jit():
         se, ie = learner.update(jax.random.PRNGKey(1), s0, jnp.asarray(xs[3]))
     assert float(ij.acceptance_rate) > 0  # the chain ran and moved
@@ -453,13 +490,12 @@ def test_jit_matches_truly_eager():
     chex.assert_trees_all_close(ie, ij, rtol=1e-4, atol=1e-5)
 
 
-def test_float64_values_match_float32():
+def test_float64_values_match_float32(small):
     """The same state in float32 and float64: same k-means rows and log targets (to float32
     rounding); a float64 run finds the three groups."""
-    xs = MEANS4[[0, 2, 3] * 6] + 0.3 * np.random.default_rng(0).standard_normal((18, 2))
-    learner = jaxstream.pacbo(CAP, HIST, 8, radius=12.0)
-    st32, _ = jaxstream.run_stream(learner, jax.random.PRNGKey(1), xs.astype(np.float32),
-                                   learner.init(jax.random.PRNGKey(0), xs[:0].astype(np.float32)))
+    learner, _, run, state0 = small
+    xs = MEANS4[[0, 2, 3] * 8] + 0.3 * np.random.default_rng(0).standard_normal((T_SMALL, 2))
+    st32, _ = run(jax.random.PRNGKey(1), xs.astype(np.float32), state0)
 
     @jax.jit
     def rows_and_energies(st):
@@ -472,12 +508,12 @@ def test_float64_values_match_float32():
             lambda a: jnp.asarray(a, jnp.float64) if jnp.issubdtype(a.dtype, jnp.floating) else a, st32)
         m64, e64, eta64 = jax.tree_util.tree_map(np.asarray, rows_and_energies(st64))
         assert m64.dtype == np.float64 and e64.dtype == np.float64
-        learner64 = jaxstream.pacbo(CAP, HIST, 8, radius=12.0)
         x64 = xs.astype(np.float64)
-        s, info = jaxstream.run_stream(learner64, jax.random.PRNGKey(1), x64,
-                                       learner64.init(jax.random.PRNGKey(0), x64[:0]), trace="info")
+        s, info = jaxstream.run_stream(learner, jax.random.PRNGKey(1), x64,
+                                       learner.init(jax.random.PRNGKey(0), x64[:0]), trace="info")
         assert s.centers.dtype == jnp.float64 and info.loss.dtype == jnp.float64
         k, c = int(s.n_clusters), np.asarray(s.centers)
+    assert int(st32.n_clusters) == 3
     # Rows k̂ and k̂+1 (row k̂−1 removes the cheapest centre: a near-tie may resolve differently).
     np.testing.assert_allclose(m32[1:], m64[1:], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(e32[1:], e64[1:], rtol=1e-5)
@@ -504,27 +540,25 @@ def test_reservoir_is_uniform_and_window_keeps_last():
     assert sorted(np.asarray(s.history_index).tolist()) == list(range(n - H + 1, n + 1))
 
 
-def test_window_forgets_moving_groups():
+def test_window_forgets_moving_groups(small):
     """Two groups that jump to new places halfway: with a window the centres follow them; with a
-    reservoir of the whole past, old places keep centres."""
+    reservoir of the whole past (the shared learner, run in two chunks), old places keep centres."""
+    learner, _, run, state0 = small
     rng = np.random.default_rng(0)
     before, after = np.array([[-5.0, 0.0], [5.0, 0.0]]), np.array([[0.0, 6.0], [0.0, -6.0]])
-    T = 48
+    T = 2 * T_SMALL
     lab = rng.integers(0, 2, T)
     xs = np.where(np.arange(T)[:, None] < T // 2, before[lab], after[lab]) + 0.3 * rng.standard_normal((T, 2))
     xs = xs.astype(np.float32)
-    res = {}
-    for policy in ("window", "reservoir"):
-        learner = jaxstream.pacbo(CAP, 12 if policy == "window" else 64, STEPS, radius=10.0,
-                                  history_policy=policy)
-        st, info = jax.jit(lambda k, x, s: jaxstream.run_stream(learner, k, x, s, trace="info"))(
-            jax.random.PRNGKey(3), xs, learner.init(jax.random.PRNGKey(0), xs[:0]))
-        res[policy] = st
-    st = res["window"]
+    window = jaxstream.pacbo(CAP, 12, STEPS, radius=10.0, history_policy="window")
+    st, _ = jaxstream.run_stream(window, jax.random.PRNGKey(3), xs, window.init(jax.random.PRNGKey(0), xs[:0]),
+                                 trace=None)
     c = np.asarray(st.centers)[: int(st.n_clusters)]
     assert int(st.n_clusters) == 2
     assert all(np.min(np.linalg.norm(c - m, axis=1)) < 1.0 for m in after)
-    c = np.asarray(res["reservoir"].centers)[: int(res["reservoir"].n_clusters)]
+    res, _ = run(jax.random.PRNGKey(3), xs[:T_SMALL], state0)
+    res, _ = run(jax.random.PRNGKey(3), xs[T_SMALL:], res, T_SMALL)
+    c = np.asarray(res.centers)[: int(res.n_clusters)]
     assert any(np.min(np.linalg.norm(c - m, axis=1)) < 1.5 for m in before)
 
 
@@ -561,9 +595,11 @@ def test_labels_survive_a_new_cluster():
     lab[24:28] = 2
     xs = (g[lab] + 0.3 * rng.standard_normal((48, 2))).astype(np.float32)
     m = jaxstream.PACBO(radius=10.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=1)
-    m.learn_many(xs[:24])
+    for i in range(0, 24, 8):  # chunks of 8: the wrapper's other tests compile that size
+        m.learn_many(xs[i:i + 8])
     before = m.predict(g[:2])
-    m.learn_many(xs[24:])
+    for i in range(24, 48, 8):
+        m.learn_many(xs[i:i + 8])
     assert m.n_clusters == 3
     np.testing.assert_array_equal(m.predict(g[:2]), before)
     assert m.predict(g[2]) not in before
@@ -599,14 +635,13 @@ def test_learned_radius_grows_and_never_raises():
     np.testing.assert_allclose(m.last_info_.radius, [np.linalg.norm(far[0] - xs[0])], rtol=1e-5)
 
 
-def test_equivariant_under_scale_and_shift():
+def test_equivariant_under_scale_and_shift(small):
     """radius=None: on a·x + b the learner takes the same decisions (k̂ path, acceptances) and its
     centres map the same way; losses scale by a² (from round 2: the first point's loss is measured
     from the initial centre at the origin). a a power of 2: equal to float32 rounding."""
-    learner = jaxstream.pacbo(CAP, HIST, STEPS)
-    xs = four_groups(3, 30)
-    run = jax.jit(lambda k, x, s: jaxstream.run_stream(learner, k, x, s, trace=_trace))
-    s0 = learner.init(jax.random.PRNGKey(0), xs[:0])
+    learner, _, run, _ = small
+    xs = four_groups(3, T_SMALL)
+    s0 = learner.init(jax.random.PRNGKey(0), xs[:0], P.default_params())
     (info, c, k, _), = [run(jax.random.PRNGKey(4), xs, s0)[1]]
     assert len(set(np.asarray(k).tolist())) >= 3  # k̂ moves: the comparison is not vacuous
     for a, b in [(2.0 ** 6, 0.0), (2.0 ** -6, 0.0), (1.0, 64.0)]:
@@ -649,10 +684,10 @@ def test_bad_input(small):
     with pytest.raises(ValueError, match="NaN"):
         jaxstream.run_stream(learner, jax.random.PRNGKey(0), np.array([[0.0, np.nan]]), state0)
     # Traced: a point outside a fixed radius is learned and flagged.
-    far = xs[:8].copy()
+    far = xs.copy()
     far[5] = [40.0, 0.0]
     s, (info, _, _, _) = run(jax.random.PRNGKey(2), far, state0)
-    assert np.asarray(info.outside_radius).tolist() == [t == 5 for t in range(8)]
+    assert np.asarray(info.outside_radius).tolist() == [t == 5 for t in range(T_SMALL)]
     assert np.all(np.isfinite(np.asarray(s.centers)))
     # The wrapper raises instead, and learns nothing of the batch.
     m = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS)

@@ -42,10 +42,13 @@ with one short reversible-jump chain per round. A round:
    chain stays reversible): ``log_scale += adapt_rate·(acceptance −
    target_acceptance)``, clipped to [log 1/4, log 4].
 
-Labels: each centre slot carries a stable integer id. After each round the
-new centres are matched to the old ones (`match_labels`, greedy by
-distance): a cluster keeps its label when others appear or vanish, a new
-cluster gets a label never used before; `predict` returns ids, not slots.
+Labels: each centre slot carries a stable integer id, and the k-means rows
+carry them along (`proposal_rows`): row k̂ keeps ĉ_t's labels, row k̂ + 1
+gives its new centre the label ``next_id`` (never used before), row k̂ − 1
+drops the label of the centre it removed. The chain's proposals sit around
+one row per k, so ĉ_{t+1} takes the labels of the row of its k̂_{t+1}: a
+cluster keeps its label when others appear or vanish; `predict` returns ids,
+not slots.
 
 Radius: with ``radius=R`` the prior ball is centred at the origin (spec) and
 a point outside it is learned as it is with ``info.outside_radius`` True (the
@@ -87,7 +90,7 @@ HISTORY_POLICIES = ("reservoir", "window")
 _LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
 
 __all__ = ["Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
-           "soft_loss", "soft_assign", "cluster_sizes", "match_labels", "round_target", "RoundTarget",
+           "soft_loss", "soft_assign", "cluster_sizes", "round_target", "RoundTarget",
            "effective_count", "check_radius", "pacbo", "HISTORY_POLICIES"]
 
 
@@ -435,39 +438,6 @@ def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iter
     return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma)
 
 
-def match_labels(centers, n_clusters, old_centers, old_n_clusters, old_ids, next_id):
-    """Give each new centre the label of an old one: greedy matching by distance.
-
-    Repeatedly pairs the closest (new, old) active centres not yet paired
-    (min(k, k_old) pairs); an unpaired new centre (k grew) gets a fresh label
-    ``next_id``, ``next_id + 1``, …; the labels of unpaired old centres (k
-    shrank) are dropped and never reused.
-
-    Returns:
-      ``(ids (p,) int32 with −1 on inactive slots, next_id)``.
-    """
-    p = centers.shape[0]
-    idx = jnp.arange(p)
-    d2 = jnp.sum((centers[:, None, :] - old_centers[None, :, :]) ** 2, axis=-1)
-    valid = (idx[:, None] < n_clusters) & (idx[None, :] < old_n_clusters)
-    d2 = jnp.where(valid, d2, jnp.inf)
-
-    def body(_, carry):
-        d2, ids = carry
-        flat = jnp.argmin(d2)
-        a, b = flat // p, flat % p
-        ok = jnp.isfinite(d2[a, b])
-        ids = jnp.where(ok, ids.at[a].set(old_ids[b]), ids)
-        d2 = jnp.where(ok, d2.at[a, :].set(jnp.inf).at[:, b].set(jnp.inf), d2)
-        return d2, ids
-
-    n_pairs = jnp.minimum(n_clusters, old_n_clusters)
-    _, ids = lax.fori_loop(0, n_pairs, body, (d2, jnp.full((p,), -1, jnp.int32)))
-    fresh = (idx < n_clusters) & (ids < 0)
-    ids = jnp.where(fresh, next_id + jnp.cumsum(fresh) - 1, ids).astype(jnp.int32)
-    return ids, (next_id + jnp.sum(fresh)).astype(jnp.int32)
-
-
 ESTIMATES = ("mean", "last")
 
 
@@ -523,9 +493,11 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1
     trivial = (effective_count(st, history_policy)[0] <= 1) | (st.radius <= 0)
     k_new = jnp.where(trivial, 1, k_new).astype(jnp.int32)
     centers_new = jnp.where(trivial, jnp.zeros_like(centers_new).at[0].set(x), centers_new)
-    _, next_id = match_labels(centers_new, k_new, st.centers, st.n_clusters, st.ids, st.next_id)
+    # Labels come with the k-means row of k̂_{t+1}: row k̂ keeps ĉ_t's labels, row k̂ + 1 gives its
+    # new centre the unused label next_id, row k̂ − 1 drops the label of the centre it removed.
     row = jnp.argmax((tgt.family.n_clusters == k_new) & jnp.isfinite(tgt.family.log_weights))
     ids = tgt.row_ids[row]
+    next_id = (st.next_id + jnp.any(ids == st.next_id)).astype(jnp.int32)
     dtype = x.dtype
     k_probs = jnp.mean((infos.n_clusters.reshape(-1)[:, None] == jnp.arange(1, p + 1)[None, :])
                        .astype(dtype), axis=0)

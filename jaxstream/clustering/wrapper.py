@@ -15,6 +15,9 @@ from . import pacbo as _P
 __all__ = ["PACBO"]
 
 
+_MIN_BATCH = 8  # smallest padded batch: learn_one and small batches share one compiled program
+
+
 @lru_cache(maxsize=None)
 def _runner(config_items: tuple):
     """One jitted masked `run_stream` per static configuration, shared by all wrappers."""
@@ -32,8 +35,10 @@ class PACBO:
     ``learn_one(x)`` / ``learn_many(X)`` (alias ``partial_fit``) learn points
     in order; round t uses ``fold_in(key, t)`` with the global t, so learning
     point by point gives the same result as one batch. Batches are padded
-    (and masked) to the next power of two, so varying batch sizes compile only
-    a few times; wrappers with the same static configuration share compiled
+    (and masked) to the next power of two, and to at least 8 rows (a masked
+    row is skipped by a `lax.cond`, nearly free), so varying batch sizes
+    compile only a few times (``learn_one`` and batches up to 8 share one
+    program); wrappers with the same static configuration share compiled
     code.
 
     Radius: with ``radius=None`` (default) the learner learns the prior ball
@@ -84,7 +89,7 @@ class PACBO:
         if self.state_ is None:
             self.state_ = self.learner.init(self._init_key, X[:0].astype(X.dtype))
         n = X.shape[0]
-        size = 1 << (n - 1).bit_length()
+        size = max(_MIN_BATCH, 1 << (n - 1).bit_length())
         Xp = np.concatenate([X, np.zeros((size - n, X.shape[1]), X.dtype)])
         mask = np.arange(size) < n
         self.state_, info = self._run(self._key, Xp, self.state_, mask, self.n_seen_)
