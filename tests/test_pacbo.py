@@ -21,6 +21,7 @@ from jaxstream.clustering import kernel as K
 from jaxstream.clustering import lloyd as L
 from jaxstream.clustering import pacbo as P
 from jaxstream.clustering import quasi_posterior as Q
+from jaxstream.clustering import wrapper as W
 
 D = 2
 CAP = 10         # max_clusters: > 8, two blocks of centre slots
@@ -39,23 +40,34 @@ def _trace(state, x, info):
     return info, state.centers, state.n_clusters, state.ids
 
 
-T_SMALL = 24      # every run of the shared learner is a stream (or a chunk) of this length
+T_SMALL = 24      # the length of the shared learner's test streams
 
 
 @pytest.fixture(scope="module")
 def small():
-    """A small learner (p = 10), a stream and a jitted run_stream shared by most learner tests, so
-    that the update compiles once for all of them. ``run(key, xs, state, offset=0)`` takes chunks
-    of T_SMALL points (``offset``: the global index of the chunk's first point); the learner's
-    radius is a parameter, so ``learner.init(key, x0, P.default_params())`` gives the same compiled
-    program a learned radius."""
+    """A small learner (p = 10), a stream, and ``run(key, xs, state, offset=0)`` shared by most
+    learner tests: it learns xs point by point through the `PACBO` wrapper's compiled program for
+    this configuration (a masked scan over 8 rows, the first one valid), so that the learner tests
+    and the wrapper tests compile the update once between them. Round t uses the key
+    ``fold_in(key, offset + t)``, as `run_stream` does. Returns ``(state, (info, centers, n_clusters,
+    ids))``: per round, the `Info` and the partition that predicted x_t (before the update). The
+    learner's radius is a parameter, so ``learner.init(key, x0, P.default_params())`` runs the
+    same program with a learned radius."""
     learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
+    runner = W._runner(tuple(sorted(learner.config.items())))
     xs = four_groups(0, T_SMALL)
-    jrun = jax.jit(lambda k, x, s, off: jaxstream.run_stream(learner, k, x, s, trace=_trace, step_offset=off))
+    mask = np.arange(W._MIN_BATCH) < 1
 
     def run(key, xs, state, offset=0):
-        assert xs.shape == (T_SMALL, D) and xs.dtype == np.float32
-        return jrun(key, xs, state, offset)
+        rec = []
+        for t in range(xs.shape[0]):
+            xp = np.zeros((W._MIN_BATCH, xs.shape[1]), xs.dtype)
+            xp[0] = xs[t]
+            before = state
+            state, info = runner(key, xp, state, mask, offset + t)
+            rec.append((jax.tree_util.tree_map(lambda a: np.asarray(a)[0], info), np.asarray(before.centers),
+                        np.asarray(before.n_clusters), np.asarray(before.ids)))
+        return state, jax.tree_util.tree_map(lambda *a: np.stack(a), *rec)
 
     state0 = learner.init(jax.random.PRNGKey(0), xs[:0])
     return learner, xs, run, state0

@@ -24,7 +24,7 @@ def _runner(config_items: tuple):
     config = dict(config_items)
     learner = _P.pacbo(config["max_clusters"], config["history_size"], config["n_steps"],
                        n_chains=config["n_chains"], kmeans_iters=config["kmeans_iters"],
-                       history_policy=config["history_policy"], df=config["df"])
+                       history_policy=config["history_policy"], df=config["df"], estimate=config["estimate"])
     return jax.jit(lambda key, xs, state, mask, offset: run_stream(
         learner, key, xs, state, mask=mask, trace="info", step_offset=offset))
 
