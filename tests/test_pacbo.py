@@ -631,6 +631,15 @@ def test_wrapper_learn_one_equals_learn_many():
     np.testing.assert_allclose(a.loss(xs), [np_loss(x, a.centers, a.n_clusters) for x in xs], rtol=1e-5)
 
 
+def test_wrapper_runner_keeps_every_static_argument():
+    """The compiled program a wrapper shares is built with the wrapper's whole static configuration
+    (estimate='last' was once run as 'mean')."""
+    for kw in (dict(estimate="last"), dict(history_policy="window", n_chains=2, df=5, kmeans_iters=2)):
+        m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS, **kw)
+        items = tuple(sorted(m.learner.config.items()))
+        assert W._static_learner(items).config == m.learner.config
+
+
 def test_learned_radius_grows_and_never_raises():
     """radius=None: the ball's centre is the first point and R_t = max_s ||x_s − x_1||; a later,
     much larger point is learned (no error) and R grows to it."""

@@ -18,13 +18,17 @@ __all__ = ["PACBO"]
 _MIN_BATCH = 8  # smallest padded batch: learn_one and small batches share one compiled program
 
 
+def _static_learner(config_items: tuple):
+    """The learner the shared runner of a static configuration uses (its config equals config_items)."""
+    config = dict(config_items)
+    static = {k: v for k, v in config.items() if k not in ("learner", "max_clusters", "history_size", "n_steps")}
+    return _P.pacbo(config["max_clusters"], config["history_size"], config["n_steps"], **static)
+
+
 @lru_cache(maxsize=None)
 def _runner(config_items: tuple):
     """One jitted masked `run_stream` per static configuration, shared by all wrappers."""
-    config = dict(config_items)
-    learner = _P.pacbo(config["max_clusters"], config["history_size"], config["n_steps"],
-                       n_chains=config["n_chains"], kmeans_iters=config["kmeans_iters"],
-                       history_policy=config["history_policy"], df=config["df"], estimate=config["estimate"])
+    learner = _static_learner(config_items)
     return jax.jit(lambda key, xs, state, mask, offset: run_stream(
         learner, key, xs, state, mask=mask, trace="info", step_offset=offset))
 
