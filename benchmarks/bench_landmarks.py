@@ -292,12 +292,13 @@ def _robust_runner(n_L, n):
     return lrn, jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace=None))
 
 
-def _final_sigmas(X, n_L, supports, sigma):
-    """σ of the final landmarks of one vmapped run per min_support value (buffer = n)."""
+def _final_sigmas(X, n_L, rules, sigma):
+    """σ of the final landmarks of one vmapped run per rule (min_support m, density_shift c) (buffer = n)."""
     lrn, run = _robust_runner(n_L, len(X))
-    B = len(supports)
+    B = len(rules)
     grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), lrn.params)
-    grid = grid._replace(min_support=jnp.array(supports, jnp.int32))
+    grid = grid._replace(min_support=jnp.array([m for m, _ in rules], jnp.int32),
+                         density_shift=jnp.array([c for _, c in rules], grid.density_shift.dtype))
     keys = jax.random.split(jax.random.key(0), B)
     st = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
     fin, _ = run(keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)
@@ -305,7 +306,7 @@ def _final_sigmas(X, n_L, supports, sigma):
             for b in range(B)]
 
 
-def robust_seeds(supports=(0, 4), n_Ls=(10, 20, 100), n_seeds=8, n_draws=50):
+def robust_seeds(rules=((0, 0.0), (4, 0.0), (4, 0.5)), n_Ls=(10, 20, 100), n_seeds=8, n_draws=50):
     """Where online σ falls in random's distribution, over `n_seeds` realizations of each stream.
 
     One realization decides a cell by chance when a rule lands near random's median (the rank of online
@@ -326,35 +327,36 @@ def robust_seeds(supports=(0, 4), n_Ls=(10, 20, 100), n_seeds=8, n_draws=50):
                 idx = jax.vmap(lambda k: BL.random_landmarks(k, n, n_L))(
                     jax.random.split(jax.random.key(100 + seed), n_draws))
                 r = np.asarray(jax.lax.map(sigma, idx))
-                on = _final_sigmas(X, n_L, supports, sigma)
+                on = _final_sigmas(X, n_L, rules, sigma)
                 res.setdefault((name, n_L), []).append([(float((r < v).mean()), v <= np.median(r),
                                                          v < np.percentile(r, 10)) for v in on])
     for (name, n_L), rows in res.items():
         rows = np.array(rows, float)  # (seeds, rules, 3)
-        cells = [f"m={m}: {rows[:, j, 0].mean():.2f}±{rows[:, j, 0].std(ddof=1) / np.sqrt(len(rows)):.2f} "
+        cells = [f"m={m},c={c}: {rows[:, j, 0].mean():.2f}±{rows[:, j, 0].std(ddof=1) / np.sqrt(len(rows)):.2f} "
                  f"[{int(rows[:, j, 1].sum())}/{len(rows)}, {int(rows[:, j, 2].sum())}]"
-                 for j, m in enumerate(supports)]
+                 for j, (m, c) in enumerate(rules)]
         print(f"{name:18s} n_L={n_L:3d} " + " | ".join(cells), flush=True)
     return res
 
 
-def robust(supports=(0, 1, 2, 4, 8), n_Ls=(10, 20, 100), n_draws=50):
-    """σ of the final landmarks for several min_support values (one vmapped run per n_L) vs random."""
+def robust(rules=((0, 0.0), (2, 0.0), (4, 0.0), (0, 0.5), (4, 0.5)), n_Ls=(10, 20, 100), n_draws=50):
+    """σ of the final landmarks for several rules (min_support m, density_shift c; one vmapped run per n_L)
+    against random landmarks' percentiles."""
     print()
-    print(f"Noise-robust option: sigma (k=2, final landmarks, buffer = n) for min_support m against random "
+    print(f"Noise-robust options: sigma (k=2, final landmarks, buffer = n) per rule against random "
           f"landmarks' p10/p50/p90 over {n_draws} draws")
     rows = []
     for name, X in robust_streams():
         D = euclid(X)
         sigma = _sigma_fn(D)
         for n_L in n_Ls:
-            on = _final_sigmas(X, n_L, supports, sigma)
+            on = _final_sigmas(X, n_L, rules, sigma)
             p10, p50, p90 = random_percentiles(D, n_L, n_draws)
             ini = float(sigma(jnp.arange(n_L)))
             rows.append((name, n_L, p10, p50, p90, ini, on))
             print(f"{name:18s} n_L={n_L:3d} random {p10:.4f}/{p50:.4f}/{p90:.4f} initial {ini:.4f} | "
-                  + " ".join(f"m={m}:{v:.4f}{'*' if v <= p50 else ' '}" for m, v in zip(supports, on)), flush=True)
-    print("(* = at or below random's median)")
+                  + " ".join(f"m={m},c={c}:{v:.4f}{'**' if v < p10 else ('*' if v <= p50 else ' ')}" for (m, c), v in zip(rules, on)), flush=True)
+    print("(* = at or below random's median, ** = below its 10th percentile; m = min_support, c = density_shift)")
     return rows
 
 

@@ -56,9 +56,9 @@ class RefOnline:
     the paper; the buffer evicts its oldest non-landmark item when full.
     """
 
-    def __init__(self, D, n_L, buffer_size, eps0=0.0, min_support=0):
+    def __init__(self, D, n_L, buffer_size, eps0=0.0, min_support=0, density_shift=0.0):
         self.D, self.n_L, self.N, self.eps = D, n_L, buffer_size, eps0
-        self.min_support = min_support
+        self.min_support, self.density_shift = min_support, density_shift
         self.buf, self.L = [], []
 
     def closed(self, v):
@@ -104,6 +104,15 @@ class RefOnline:
                 weak = [u for u in self.L if support[u] < self.min_support and support[u] < 0.25 * typical]
                 if weak:  # min_support: the least supported landmark goes, ties the earliest
                     rm = min(weak, key=lambda u: (support[u], u))
+                if self.density_shift > 0 and rm != new:
+                    # density_shift: the kept new landmark moves to the densest buffered point within r of it
+                    r = self.density_shift * e
+                    near = [v for v in self.buf if D[new, v] <= r]
+                    count = {v: sum(1 for w in self.buf if D[v, w] <= r) for v in near}
+                    best = min(near, key=lambda v: (-count[v], v))
+                    if best not in self.L:
+                        self.L[self.L.index(new)] = best
+                        new = best
                 self.L.remove(rm)
                 return dict(case=3, added=new, removed=rm, evicted=evicted)
         raise AssertionError("no landmark became redundant")
@@ -674,13 +683,13 @@ def test_bad_input():
 # Mutants, ties, non-Euclidean metrics, degree sums, options
 # ---------------------------------------------------------------------------
 
-def _replay_precomputed(D, n_L, N, eps0=0.0, min_support=0):
+def _replay_precomputed(D, n_L, N, eps0=0.0, min_support=0, density_shift=0.0):
     """Step the learner over items 0..n-1 with precomputed D next to the reference; return the infos."""
     with enable_x64():
         lrn = LM.landmark_mds(n_L, n_components=1, buffer_size=N, metric="precomputed", distances=D, eps0=eps0,
-                              min_support=min_support)
+                              min_support=min_support, density_shift=density_shift)
         items = LM.index_stream(len(D))
-        ref = RefOnline(D, n_L, N, eps0, min_support)
+        ref = RefOnline(D, n_L, N, eps0, min_support, density_shift)
         state = lrn.init(jax.random.key(0), items[:1])
         ref.arrive(0)
         state, info = runner(lrn, "info")(jax.random.key(1), items[1:], state)
@@ -742,6 +751,22 @@ def test_min_support_drops_isolated_landmarks_vs_reference():
     # the paper's rule keeps outliers as landmarks (nothing else can cover them); m = 2 drops them
     assert set(state_landmarks(s0)) & set(out)
     assert not set(state_landmarks(s2)) & set(out)
+
+
+def test_density_shift_vs_reference():
+    """density_shift (with and without min_support, a full and an evicting buffer) against the loop
+    reference, event by event; the shift must fire (power: the landmark added is not the arrival itself)."""
+    X = clustered_stream(25, 70)
+    X[[30, 55]] += 3.0  # points at the edge of a cluster
+    D = euclid(X)
+    fired = 0
+    for ms, N in ((0, 70), (3, 70), (0, 30)):
+        _, info, refs = _replay_precomputed(D, 5, N, min_support=ms, density_shift=0.5)
+        fired += sum(1 for t, r in enumerate(refs) if r["case"] == 3 and r["added"] not in (-1, t + 1)
+                     and r["removed"] != r["added"])
+    assert fired >= 3
+    with pytest.raises(ValueError, match="density_shift"):
+        LM.landmark_mds(5, density_shift=1.5)
 
 
 def test_degree_rule_sums_do_not_overflow():
