@@ -960,47 +960,39 @@ def test_wrapper_chunked_path_equals_functional_run():
     np.testing.assert_allclose(infos.y[1:], np.asarray(info.y), atol=1e-5)
 
 
-def _same_up_to_column_signs(A, B, atol):
-    """A == B up to a sign per column (eigenvectors are defined up to sign)."""
-    signs = np.where((A * B).sum(0) < 0, -1.0, 1.0)
-    np.testing.assert_allclose(A * signs, B, atol=atol)
+def _pairwise(Y):
+    Y = np.asarray(Y, np.float64)
+    return np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(-1))
 
 
 def test_wrapper_reembed_every_holds_the_last_reembedding_vs_numpy_reference():
     """reembed_every=K: points up to the last arrival t with t % K == 0 hold their landmark MDS under the
-    landmarks of that moment; later points hold their at-arrival coordinates. Reference: the functional
-    learner stepped point by point for the landmarks, NumPy landmark MDS (float64) for the coordinates.
-    Bounded buffer (points are evicted but still re-embedded), learn_many in pieces that cut chunks and
-    segments at odd places."""
+    landmarks of that moment (NumPy float64 reference, compared through pairwise distances: the aligned
+    embedding is a rotation and shift of it); later points hold their at-arrival coordinates. Bounded buffer
+    (points are evicted but still re-embedded), learn_many in pieces that cut chunks and segments at odd
+    places. Same configuration as the chunked-path test above (shared compiled programs)."""
     X = clustered_stream(24, 53, d=3).astype(np.float32)
     n, K = len(X), 10
-    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, reembed_every=K)
-    m.chunk_size = 4
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True, reembed_every=K)
+    m.chunk_size = 8
     for a, b in ((0, 7), (7, 40), (40, n)):
         m.learn_many(X[a:b])
     held = m.held_
     assert held.shape == (n, 2)
-    lrn = LM.landmark_mds(6, n_components=2, buffer_size=25)
-    s = lrn.init(jax.random.key(0), X[:1])
-    step = jax.jit(lrn.update)
-    lm_at = {0: LM.landmarks(s)[0]}
-    for t in range(1, n):
-        s, _ = step(jax.random.key(t), s, jnp.asarray(X[t]))
-        lm_at[t] = LM.landmarks(s)[0]
     c = ((n - 1) // K) * K  # the last re-embedding
     assert c == 50
-    Y, _ = ref_lmds(lm_at[c], X[:c + 1], 2)
-    _same_up_to_column_signs(held[:c + 1], Y, atol=2e-3 * np.abs(Y).max())
-    for t in range(c + 1, n):  # after the last re-embedding: each point as it arrived
-        y, _ = ref_lmds(lm_at[t], X[t:t + 1], 2)
-        _same_up_to_column_signs(held[t:t + 1], y, atol=2e-3 * np.abs(y).max())
-    # power: the held block differs from the at-arrival coordinates (re-embedding changed something)
-    y_arr = np.concatenate([np.zeros((1, 2)), np.asarray(m.reset().learn_many(X).y[1:])])
-    assert np.abs(np.abs(y_arr[:c + 1]) - np.abs(held[:c + 1])).max() > 0.1 * np.abs(Y).max()
+    ref = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)
+    ref.chunk_size = 8
+    y_arr = ref.learn_many(X[:c + 1]).y
+    Y, _ = ref_lmds(ref.landmarks_, X[:c + 1], 2)
+    np.testing.assert_allclose(_pairwise(held[:c + 1]), _pairwise(Y), atol=2e-3 * _pairwise(Y).max())
+    np.testing.assert_allclose(held[c + 1:], ref.learn_many(X[c + 1:]).y, atol=1e-5)
+    # power: re-embedding changed the held block (the at-arrival coordinates are far from it)
+    assert np.abs(_pairwise(y_arr) - _pairwise(Y)).max() > 0.1 * _pairwise(Y).max()
     with pytest.raises(ValueError, match="reembed_every"):
         jaxstream.LandmarkMDS(6, reembed_every=0)
     with pytest.raises(ValueError, match="held_ needs"):
-        jaxstream.LandmarkMDS(6).fit(X).held_
+        ref.held_
 
 
 def test_default_buffer_is_documented_window():
