@@ -39,8 +39,11 @@ with one short reversible-jump chain per round. A round:
    over all chains, spent at each k. A round with one point so far (or all
    points equal) has no spread to measure: ĉ is that point, k̂ = 1;
 7. adapts ``log_scale`` between rounds (never within one, so each round's
-   chain stays reversible): ``log_scale += adapt_rate·(acceptance −
-   target_acceptance)``, clipped to [log 1/4, log 4].
+   chain stays reversible): each round proposes at the two scales
+   exp(log_scale)·scale_spread^{∓1} (a fixed scale mixture), and
+   ``log_scale`` moves by ``adapt_rate·log(scale_spread)`` times the relative
+   difference of their mean acceptance probabilities, towards the better one,
+   clipped to [log 1/4, log 4].
 
 Labels: each centre slot carries a stable integer id, and the k-means rows
 carry them along (`proposal_rows`): row k̂ keeps ĉ_t's labels, row k̂ + 1
