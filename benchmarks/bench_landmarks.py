@@ -12,7 +12,8 @@ Prints:
 2. Online quality as a user sees it (``--arrival``): σ of each point embedded
    at its arrival (unaligned, aligned), with a lag of Δ arrivals (the
    re-embedding policy: emit x_t's coordinates at t + Δ), and with the final
-   landmarks.
+   landmarks; then ``LandmarkMDS(reembed_every=K)``: time per arrival of ``fit`` and σ of the
+   coordinates held at the end, K = never / 200 / 50 / 10.
 3. Noise-robust option (``--robust``): σ of the final landmarks for
    min_support m = 0 (the paper) .. 8 against random landmarks' 10th / 50th /
    90th percentiles over 50 draws, on the S-curve, a noisy S-curve (0.3),
