@@ -756,12 +756,12 @@ def test_min_support_drops_isolated_landmarks_vs_reference():
 def test_density_shift_vs_reference():
     """density_shift (with and without min_support, a full and an evicting buffer) against the loop
     reference, event by event; the shift must fire (power: the landmark added is not the arrival itself)."""
-    X = clustered_stream(25, 70)
+    X = clustered_stream(25, 60)
     X[[30, 55]] += 3.0  # points at the edge of a cluster
     D = euclid(X)
     fired = 0
-    for ms, N in ((0, 70), (3, 70), (0, 30)):
-        _, info, refs = _replay_precomputed(D, 5, N, min_support=ms, density_shift=0.5)
+    for ms, N in ((0, 60), (2, 60), (0, 30)):  # n_L = 4, N = 60: the min_support test's compiled configuration
+        _, info, refs = _replay_precomputed(D, 4, N, min_support=ms, density_shift=0.5)
         fired += sum(1 for t, r in enumerate(refs) if r["case"] == 3 and r["added"] not in (-1, t + 1)
                      and r["removed"] != r["added"])
     assert fired >= 3
