@@ -118,8 +118,8 @@ def test_cache_is_every_distance_to_every_segment(trained, cubic):
     V = np.asarray(s.std_vertices[: k + 1], np.float64)
     n = int(s.n_stored)
     ref = np_segment_table(np.asarray(s.hist_x[:n], np.float64), V)
-    np.testing.assert_allclose(s.hist_D[:n, :k], ref, rtol=2e-4, atol=1e-6)
-    assert np.all(np.isinf(np.asarray(s.hist_D[:n, k:])))
+    np.testing.assert_allclose(s.hist_D[:k, :n].T, ref, rtol=2e-4, atol=1e-6)
+    assert np.all(np.isinf(np.asarray(s.hist_D[k:, :n])))
 
 
 @pytest.mark.parametrize("d", [1, 3, 6])
@@ -132,7 +132,7 @@ def test_bookkeeping_in_any_dimension(d):
     s, losses = js.run_stream(L, jax.random.key(1), xs[20:].astype(np.float32), s)
     k = int(s.n_vertices) - 1
     ref = np_segment_table(np.asarray(s.hist_x[:40], np.float64), np.asarray(s.std_vertices[: k + 1], np.float64))
-    np.testing.assert_allclose(s.hist_D[:40, :k], ref, rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(s.hist_D[:k, :40].T, ref, rtol=2e-4, atol=1e-6)
     # stored points are stream points, and the loss is the distance before the update
     hist, n = user_history(s)
     assert n == 40 and all(np.min(np.abs(xs - h).sum(1)) < 1e-3 * (1 + np.abs(h).sum()) for h in hist)
@@ -187,7 +187,8 @@ def test_end_reversals_match_brute_force(trained):
     H1 = s.hist_x.shape[0]
     w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
     hD = s.hist_D
-    revs = lm._score_reversals(s.hist_x, hD, jnp.min(hD, 1), w, V, s.n_vertices,
+    sm = lm._smallest(hD, jnp.min(hD, 0), jnp.argmin(hD, 0).astype(jnp.int32))
+    revs = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices,
                                js.geometry.polyline_length(V, s.n_vertices))
     P = np.asarray(s.hist_x[:n], np.float64)
     v = np.asarray(V[:nv], np.float64)
@@ -208,8 +209,8 @@ def test_end_reversals_match_brute_force(trained):
             vi, newD = lm._commit_reversal(side, k, s.vertex_idx, s.n_vertices, hD, revs.new_seg)
             got = np.asarray(vi[:nv], np.float64) * float(s.params.delta)
             np.testing.assert_allclose(got, line, atol=1e-6)
-            np.testing.assert_allclose(np.asarray(newD)[:n, :nv - 1], np_segment_table(P, line), rtol=2e-4, atol=1e-6)
-            assert np.all(np.isinf(np.asarray(newD)[:n, nv - 1:]))
+            np.testing.assert_allclose(np.asarray(newD)[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
+            assert np.all(np.isinf(np.asarray(newD)[nv - 1:, :n]))
     assert seen == 2 * nv - 4
 
 
@@ -444,7 +445,7 @@ def test_float64_mode(cubic):
         assert s.hist_x.dtype == jnp.float64 and losses.dtype == jnp.float64
         k = int(s.n_vertices) - 1
         ref = np_segment_table(np.asarray(s.hist_x[:64]), np.asarray(s.std_vertices[: k + 1]))
-        np.testing.assert_allclose(s.hist_D[:64, :k], ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(s.hist_D[:k, :64].T, ref, rtol=1e-10, atol=1e-12)
 
 
 def test_reservoir_gives_uniform_inclusion():

@@ -65,8 +65,10 @@ class State(NamedTuple):
       n_vertices: number of active vertices (K(f̂) + 1).
       hist_x: (H + 1, d) stored past points, standardised; row H is the
         scratch row of the current round's point.
-      hist_D: (H + 1, V − 1) squared distance of each row to each segment of
-        the current line (standardised units; inf for inactive segments).
+      hist_D: (V − 1, H + 1) squared distance of each segment slot of the
+        current line to each history row (standardised units; inf for
+        inactive segments). Segment-major, so that every change of the line
+        moves whole rows of H + 1 contiguous values.
       hist_r: (H + 1,) each row's squared distance to the segment joining
         its two nearest earlier points when it arrived: a curve-free noise
         proxy (see `_noise_level`).
@@ -192,9 +194,9 @@ def _pca_segment(u):
 
 
 def _segment_table(P, verts, nv):
-    """(n, V−1) squared distances of points P to every segment slot (inf if inactive)."""
+    """(V−1, n) squared distances of every segment slot to points P (inf if inactive)."""
     d2, _ = cand.seg_d2_points(P, verts[:-1], verts[1:])  # (V−1, n)
-    return jnp.where((jnp.arange(verts.shape[0] - 1) < nv - 1)[:, None], d2, jnp.inf).T
+    return jnp.where((jnp.arange(verts.shape[0] - 1) < nv - 1)[:, None], d2, jnp.inf)
 
 
 def _nn_residual(u, P, valid):
@@ -259,7 +261,7 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     pad = jnp.full((H - n0,), jnp.inf, dt)
     sr = jnp.concatenate([jnp.sort(r0), pad])
     se = jnp.concatenate([jnp.sort(r0 / NN_INFLATION), pad])
-    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((H + 1, V - 1), dt), hr, he, sr, se,
+    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((V - 1, H + 1), dt), hr, he, sr, se,
                   jnp.asarray(n0, jnp.int32), jnp.asarray(n0, jnp.int32), centre, scale, params)
     state = state._replace(hist_D=_segment_table(hx, state.std_vertices, 2))
     if config.init == "fit" and config.init_rounds > 0:
@@ -312,23 +314,70 @@ class _Draws(NamedTuple):
     z_rev: Array  # (2, V−1) Exp(1) for the end reversals
 
 
+_THREEFRY_ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry2x32(k0, k1, x0, x1):
+    """Threefry-2x32 (20 rounds, Salmon et al. 2011), written out.
+
+    The same hash as `jax.random`'s, which on CPU lowers it as a rolled
+    5-trip while loop: one loop per call costs more than the rest of the
+    round's elementwise work (~100 µs). Unrolled, it is one fused kernel.
+    """
+    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _THREEFRY_ROT[i % 2]:
+            x0 = x0 + x1
+            x1 = (x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r))
+            x1 = x0 ^ x1
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
+    return x0, x1
+
+
+def _uniform(key, n: int, dt):
+    """n uniforms in [tiny, 1) from `key` by counter-mode Threefry-2x32.
+
+    Accepts typed keys of any implementation (their key data, folded to two
+    words) and raw uint32 keys.
+    """
+    kd = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    kd = kd.reshape(-1).astype(jnp.uint32)
+    k0, k1 = kd[0], kd[1]
+    for i in range(2, kd.shape[0]):
+        k0, k1 = (k1, k0 ^ kd[i]) if i % 2 else (k0 ^ kd[i], k1)
+    if jnp.dtype(dt) == jnp.float64:  # 53 bits from the two words of one counter
+        c = jnp.arange(n, dtype=jnp.uint32)
+        b0, b1 = _threefry2x32(k0, k1, c, jnp.zeros_like(c))
+        u = ((b0 >> 5).astype(dt) * 67108864.0 + (b1 >> 6).astype(dt)) * 2.0 ** -53
+    else:
+        c = jnp.arange((n + 1) // 2, dtype=jnp.uint32)
+        b0, b1 = _threefry2x32(k0, k1, c, jnp.zeros_like(c))
+        u = (jnp.concatenate([b0, b1])[:n] >> 8).astype(dt) * (2.0 ** -24)
+    return jnp.maximum(u, jnp.finfo(dt).tiny)
+
+
 def _draw(key, n_segs: int, C: int, epsilon, dt) -> _Draws:
     """All of a round's randomness from one uniform draw."""
-    tiny = jnp.finfo(dt).tiny
-    u = jax.random.uniform(key, (2 + n_segs + C + n_segs + 1 + 2 * n_segs,), dt, minval=tiny)
+    u = _uniform(key, 2 + n_segs + C + n_segs + 1 + 2 * n_segs, dt)
     e = -jnp.log(u[2 + n_segs:])
     return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[2:2 + n_segs])), e[:C], e[C:C + n_segs + 1],
                   e[C + n_segs + 1:].reshape(2, n_segs))
 
 
-def _first_argmin(D, dmin):
-    """Index of the first minimum along the last axis.
+def _first_argmin(D, m):
+    """Index of the first minimum of D (K, n) over its first axis, given its
+    minimum m (n,).
 
-    (Not ``D == min(D)``: under jit XLA may fuse the computation of D into
-    both sides and round them differently, and then nothing compares equal.)
+    A min-reduction of indices where D equals m: on CPU, twice as fast as
+    `jnp.argmin`'s variadic (value, index) reduction, which XLA does not
+    vectorise. D must be materialised (see `_round`): if XLA fused D's
+    computation into both the min and the comparison it could round them
+    differently, and then nothing would compare equal.
     """
-    del dmin
-    return jnp.argmin(D, -1).astype(jnp.int32)
+    idx = jnp.arange(D.shape[0], dtype=jnp.int32)[:, None]
+    return jnp.min(jnp.where(D == m[None], idx, D.shape[0]), 0).clip(max=D.shape[0] - 1)
 
 
 NOISE_QUANTILE = 0.5
@@ -517,10 +566,10 @@ def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
     Returns ``(delta_loss[C], d2l[C, W+2, H+1])`` (the local distances are
     reused to update the cache).
     """
-    Vm1 = hD.shape[1]
+    Vm1 = hD.shape[0]
     j = jnp.arange(Vm1)
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
-    base = jnp.min(jnp.where(keep[None], hD, jnp.inf), 1)  # (H+1,) unchanged segments
+    base = jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0)  # (H+1,) unchanged segments
     d2l, _ = cand.seg_d2_points(hx, c.seq[:, :-1], c.seq[:, 1:])  # (C, W+2, H+1)
     d2l = jnp.where(c.lseg_ok[..., None], d2l, jnp.inf)
     new = jnp.minimum(base[None], jnp.min(d2l, 1))
@@ -531,9 +580,9 @@ def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
 class _Move(NamedTuple):
     """A chosen line and how its distance cache comes from the old one.
 
-    Column j of the new cache is ``new_cols[:, new_idx[j]]`` where ``is_new[j]``
-    (segments the move created, already scored), else old column
-    ``old_col[j]``; columns >= nv − 1 are inactive (inf).
+    Row j of the new cache is ``new_rows[new_idx[j]]`` where ``is_new[j]``
+    (segments the move created, already scored), else old row
+    ``old_col[j]``; rows >= nv − 1 are inactive (inf).
     """
 
     vidx: Array  # (V, d)
@@ -561,11 +610,19 @@ def _local_move(c: _Cands, win: _Window, winner, vidx, nv) -> _Move:
     return _Move(new_vidx, nv + shift, old_col, from_local, jnp.clip(j - start, 0, W + 1))
 
 
-def _apply(move: _Move, hD, new_cols):
-    """The new distance cache: one gather from the old cache, one from the new columns."""
-    j = jnp.arange(hD.shape[1])
-    newD = jnp.where(move.is_new[None], new_cols[:, move.new_idx], hD[:, move.old_col])
-    return jnp.where((j < move.nv - 1)[None], newD, jnp.inf)
+def _apply(move: _Move, hD, new_rows):
+    """The new distance cache (V−1, H+1): one gather of whole rows from the
+    old cache, the move's new rows (K, H+1) and a row of inf (inactive slots).
+
+    The row indices are worked out first, on (V−1,) vectors; the gather then
+    only copies contiguous rows.
+    """
+    Vm1, K = hD.shape[0], new_rows.shape[0]
+    j = jnp.arange(Vm1)
+    src = jnp.where(move.is_new, Vm1 + move.new_idx, move.old_col)
+    src = jnp.where(j < move.nv - 1, src, Vm1 + K)
+    table = jnp.concatenate([hD, new_rows, jnp.full((1, hD.shape[1]), jnp.inf, hD.dtype)], 0)
+    return table[src]
 
 
 def _select(flag, a: _Move, b: _Move) -> _Move:
@@ -575,7 +632,7 @@ def _select(flag, a: _Move, b: _Move) -> _Move:
 def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
     """The chosen local line and the shifted distance cache."""
     mv = _local_move(c, win, winner, vidx, nv)
-    return mv.vidx, mv.nv, _apply(mv, hD, d2l[winner].T)
+    return mv.vidx, mv.nv, _apply(mv, hD, d2l[winner])
 
 
 class _Deletions(NamedTuple):
@@ -585,33 +642,56 @@ class _Deletions(NamedTuple):
     chord: Array  # (V−2, H+1) distances to the chord v_{j−1} v_{j+1}
 
 
-def _cummins(hD):
-    """Prefix and suffix minima of the cached distances over segments."""
-    return lax.cummin(hD, axis=1), lax.cummin(hD, axis=1, reverse=True)
+class _Smallest(NamedTuple):
+    """Each row's three smallest cached distances (over segments) and where
+    the first two are: the minimum over all segments but any one or two of
+    them is m1, m2 or m3 — exactly, without prefix/suffix scans."""
+
+    m1: Array  # (H+1,)
+    c1: Array  # (H+1,) int32
+    m2: Array
+    c2: Array
+    m3: Array
 
 
-def _score_deletions(hx, hD, dmin, w, verts, nv, length, cummins=None) -> _Deletions:
+def _smallest(hD, m1, c1) -> _Smallest:
+    """`_Smallest` of the cache hD (V−1, H+1) given its minimum m1 at c1."""
+    j = jnp.arange(hD.shape[0])[:, None]
+    D2 = jnp.where(j == c1[None], jnp.inf, hD)
+    m2 = jnp.min(D2, 0)
+    c2 = _first_argmin(D2, m2)
+    m3 = jnp.min(jnp.where(j == c2[None], jnp.inf, D2), 0)
+    return _Smallest(m1, c1, m2, c2, m3)
+
+
+def _min_without(sm: _Smallest, k1, k2=None):
+    """Minimum over all segments except k1 (and k2): (K, H+1) for k1, k2 (K, 1)."""
+    if k2 is None:
+        return jnp.where(sm.c1[None] != k1, sm.m1[None], sm.m2[None])
+    out1 = (sm.c1[None] == k1) | (sm.c1[None] == k2)
+    out2 = (sm.c2[None] == k1) | (sm.c2[None] == k2)
+    return jnp.where(~out1, sm.m1[None], jnp.where(~out2, sm.m2[None], sm.m3[None]))
+
+
+def _score_deletions(hx, sm: _Smallest, w, verts, nv, length) -> _Deletions:
     """Deleting any one vertex of f̂, every vertex at once (dense).
 
     The local window only ever sees the line near x (or one random place);
     vertices the data have left behind (a segment across an empty region)
     would wait for an exploration round to be pruned. Deleting vertex j
-    replaces segments j−1 and j by the chord v_{j−1} v_{j+1}; with prefix and
-    suffix minima of the cached distances every deletion costs O(H) — all V
-    of them O(H·V), the size of the cache.
+    replaces segments j−1 and j by the chord v_{j−1} v_{j+1}; with each row's
+    three smallest cached distances every deletion costs O(H) — all V of them
+    O(H·V), the size of the cache.
     """
     V = verts.shape[0]
-    big = jnp.asarray(jnp.inf, hD.dtype)
-    pre, suf = _cummins(hD) if cummins is None else cummins  # min over segments 0..k, k..V−2
-    padc = jnp.full((hD.shape[0], 1), big)
-    pre_m2 = jnp.concatenate([padc, padc, pre[:, :-1]], 1)  # column j: min over 0..j−2
-    suf_p1 = jnp.concatenate([suf[:, 1:], padc, padc], 1)  # column j: min over j+1..
+    big = jnp.asarray(jnp.inf, sm.m1.dtype)
     chord, _ = cand.seg_d2_points(hx, verts[:-2], verts[2:])  # (V−2, H+1)
     j = jnp.arange(V)
     interior = (j >= 1) & (j <= nv - 2)
     chord_j = jnp.concatenate([jnp.full((1, hx.shape[0]), big), chord, jnp.full((1, hx.shape[0]), big)], 0)
-    new = jnp.minimum(jnp.minimum(pre_m2, suf_p1).T, jnp.where(interior[:, None], chord_j, big))  # (V, H+1)
-    dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
+    kept = _min_without(sm, j[:, None] - 1, j[:, None])  # (V, H+1)
+    new = jnp.minimum(kept, jnp.where(interior[:, None], chord_j, big))
+    dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - sm.m1[None]), 0.0), 1)
     seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
     seg_len = jnp.where(jnp.arange(V - 1) < nv - 1, seg_len, 0.0)
     zero = jnp.zeros((1,), seg_len.dtype)
@@ -637,7 +717,7 @@ def _deletion_move(j, vidx, nv, new_idx) -> _Move:
 def _commit_deletion(j, vidx, nv, hD, chord):
     V = vidx.shape[0]
     mv = _deletion_move(j, vidx, nv, 0)
-    return mv.vidx, mv.nv, _apply(mv, hD, chord[jnp.clip(j - 1, 0, V - 3)][:, None])
+    return mv.vidx, mv.nv, _apply(mv, hD, chord[jnp.clip(j - 1, 0, V - 3)][None])
 
 
 class _Reversals(NamedTuple):
@@ -647,29 +727,24 @@ class _Reversals(NamedTuple):
     new_seg: Array  # (2, V−1, H+1) distances to the new segment
 
 
-def _score_reversals(hx, hD, dmin, w, verts, nv, length, cummins=None) -> _Reversals:
+def _score_reversals(hx, sm: _Smallest, w, verts, nv, length) -> _Reversals:
     """2-opt moves at an end of the line, every one at once (dense).
 
     Reversing the prefix v_0 … v_k replaces segment k by (v_0, v_{k+1});
     reversing the suffix v_{k+1} … v_last replaces it by (v_k, v_last). The
-    other segments are kept (reversed), so with prefix and suffix minima of
-    the cached distances each move costs O(H). The local search cannot make
+    other segments are kept (reversed), so with each row's two smallest
+    cached distances each move costs O(H). The local search cannot make
     these moves: a line that visits clusters in the wrong order keeps a
     chord across an empty region between them, however the vertices move.
     """
     V = verts.shape[0]
-    big = jnp.asarray(jnp.inf, hD.dtype)
-    padc = jnp.full((hD.shape[0], 1), big)
-    pre, suf = _cummins(hD) if cummins is None else cummins
-    pre_m1 = jnp.concatenate([padc, pre[:, :-1]], 1)  # column k: min over 0..k−1
-    suf_p1 = jnp.concatenate([suf[:, 1:], padc], 1)  # min over k+1..
-    kept = jnp.minimum(pre_m1, suf_p1).T  # (V−1, H+1)
+    kept = _min_without(sm, jnp.arange(V - 1)[:, None])  # (V−1, H+1)
     last = verts[jnp.maximum(nv - 1, 0)]
     ends_a = jnp.stack([jnp.broadcast_to(verts[0], verts[1:].shape), verts[:-1]])  # (2, V−1, d)
     ends_b = jnp.stack([verts[1:], jnp.broadcast_to(last, verts[1:].shape)])
     new_seg, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, V−1, H+1)
     new = jnp.minimum(kept[None], new_seg)
-    dl = jnp.sum(jnp.where(w > 0, w * (new - dmin), 0.0), -1)
+    dl = jnp.sum(jnp.where(w > 0, w * (new - sm.m1), 0.0), -1)
     k = jnp.arange(V - 1)
     seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
     new_len = length - seg_len[None] + jnp.sqrt(jnp.sum((ends_b - ends_a) ** 2, -1))
@@ -694,22 +769,21 @@ def _reversal_move(side, k, vidx, nv, new_idx) -> _Move:
 def _commit_reversal(side, k, vidx, nv, hD, new_seg):
     """The line and cache after reversing the prefix (side 0) or suffix (side 1) at segment k."""
     mv = _reversal_move(side, k, vidx, nv, 0)
-    return mv.vidx, _apply(mv, hD, new_seg[side, k][:, None])
+    return mv.vidx, _apply(mv, hD, new_seg[side, k][None])
 
 
-def _global_stage(draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
-                  local: _Move, loc_cols, move_local):
+def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
+                  local: _Move, loc_rows, move_local):
     """Score every single-vertex deletion and every end reversal; the best of
     them replaces the local winner if its objective is lower. The cache is
     rewritten once, for the move that won."""
     V = verts.shape[0]
     dt = verts.dtype
-    Wl = loc_cols.shape[1]
+    Wl = loc_rows.shape[0]
     length = geometry.polyline_length(verts, nv)
-    cm = _cummins(hD)
-    dels = _score_deletions(hx, hD, dmin, w, verts, nv, length, cm)
+    dels = _score_deletions(hx, sm, w, verts, nv, length)
     ns_del = jnp.full((V,), nv - 2, dt)
-    revs = _score_reversals(hx, hD, dmin, w, verts, nv, length, cm)
+    revs = _score_reversals(hx, sm, w, verts, nv, length)
     ns_rev = jnp.full(revs.new_len.shape, nv - 1, dt)
     if config.penalty == "noise":
         price_del = noise_price(ns_del, dels.new_len, draws.z_del, sigma2, n_tot, d, prm)
@@ -726,10 +800,10 @@ def _global_stage(draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, 
     side, k_rev = i_rev // (V - 1), i_rev % (V - 1)
     mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv, Wl + 1),
                  _select(use_del, _deletion_move(j_del, vidx, nv, Wl), local))
-    new_cols = jnp.concatenate([loc_cols, dels.chord[jnp.clip(j_del - 1, 0, V - 3)][:, None],
-                                revs.new_seg[side, k_rev][:, None]], 1)
+    new_rows = jnp.concatenate([loc_rows, dels.chord[jnp.clip(j_del - 1, 0, V - 3)][None],
+                                revs.new_seg[side, k_rev][None]], 0)
     move_won = jnp.where(use_rev, MOVE_REVERSE, jnp.where(use_del, MOVE_DELETE, move_local))
-    return mv.vidx, mv.nv, _apply(mv, hD, new_cols), move_won
+    return mv.vidx, mv.nv, _apply(mv, hD, new_rows), move_won
 
 
 def _round(key, state: State, u, config: Config, *, store: bool = True, inspect: bool = False):
@@ -746,11 +820,12 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     # Observe: x_t in the scratch row, its distances to every segment.
     hx = state.hist_x.at[H].set(u)
-    hD = state.hist_D.at[H].set(_segment_table(u[None], verts, nv)[0])
+    hD = state.hist_D.at[:, H].set(_segment_table(u[None], verts, nv)[:, 0])
+    hD = lax.optimization_barrier(hD)  # materialised once: exact comparisons with its minima
     rows = jnp.arange(H + 1)
     r_x = _nn_residual(u, state.hist_x, rows < jnp.minimum(state.n_stored, NN_ROWS))
     hr = state.hist_r.at[H].set(jnp.where(store, r_x, state.hist_r[H]))
-    dmin = jnp.min(hD, 1)
+    dmin = jnp.min(hD, 0)
     seg = _first_argmin(hD, dmin)
     loss_u = dmin[H]
     he = state.hist_e.at[H].set(jnp.where(store, loss_u, state.hist_e[H]))
@@ -764,7 +839,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     ab = B - A
     tpar = jnp.clip(jnp.sum((hx - A) * ab, 1) / jnp.maximum(jnp.sum(ab * ab, 1), 1e-30), 0.0, 1.0)
 
-    win = _choose_window(draws, seg, valid, _first_argmin(hD[H], dmin[H]), hx, verts, nv, config, dt)
+    win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
     dl, d2l = _score(c, win, hx, hD, dmin, w, nv)
 
@@ -783,8 +858,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     # line of one segment has none).
     if V >= 3:
         new_vidx, new_nv, newD, move_won = _global_stage(
-            draws, hx, hD, dmin, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj[winner],
-            _local_move(c, win, winner, vidx, nv), d2l[winner].T, c.move[winner])
+            draws, hx, hD, _smallest(hD, dmin, seg), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
+            obj[winner], _local_move(c, win, winner, vidx, nv), d2l[winner], c.move[winner])
     else:
         new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, d2l)
         move_won = c.move[winner]
@@ -797,7 +872,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     slot = jnp.where(full, j_res, state.n_stored)
     slot = jnp.where(put, slot, H)  # H: the scratch row writes onto itself
     hx = hx.at[slot].set(hx[H])
-    newD = newD.at[slot].set(newD[H])
+    newD = newD.at[:, slot].set(newD[:, H])
     sr = _sorted_replace(state.sorted_r, hr[slot], put & full, hr[H], put)
     se = _sorted_replace(state.sorted_e, he[slot], put & full, he[H], put)
     hr = hr.at[slot].set(hr[H])
