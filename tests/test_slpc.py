@@ -479,6 +479,68 @@ def test_exploration_rate_and_exponential_perturbations(trained):
     assert stats.kstest(1.2 * z, "expon").pvalue < 1e-6
 
 
+def _pairs_chi2_pvalue(a, b, bins=10):
+    """Chi-square test of independence and uniformity of pairs (a, b) in [0, 1)²."""
+    counts = np.histogram2d(a, b, bins=bins, range=[[0, 1], [0, 1]])[0].ravel()
+    expected = len(a) / bins ** 2
+    return stats.chi2.sf(((counts - expected) ** 2 / expected).sum(), bins ** 2 - 1)
+
+
+def test_uniform_bits_are_threefry_2x32():
+    """`_threefry2x32` reproduces the published Threefry-2x32-20 known-answer
+    vectors (Salmon et al. 2011, Random123) and JAX's own threefry_2x32;
+    `_uniform`'s uniforms are the top bits of those hashes on counters (c, 0)."""
+    from jax.extend.random import threefry_2x32 as jax_threefry
+
+    u32 = lambda v: jnp.asarray(v, jnp.uint32)  # noqa: E731
+    kat = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+           ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+           ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
+    for (k0, k1), (x0, x1), want in kat:
+        got = pc.learner._threefry2x32(u32(k0), u32(k1), u32(x0), u32(x1))
+        assert tuple(int(g) for g in got) == want
+    for seed in (0, 1, 12345):
+        kd = np.asarray(jax.random.key_data(jax.random.key(seed)), np.uint32)
+        m = 37
+        ref = np.asarray(jax_threefry(kd, np.concatenate([np.arange(m, dtype=np.uint32), np.zeros(m, np.uint32)])))
+        u = np.asarray(pc.learner._uniform(jax.random.key(seed), 2 * m, jnp.float32), np.float64)
+        np.testing.assert_array_equal(u, np.maximum((ref >> 8) * 2.0 ** -24, np.finfo(np.float32).tiny))
+        np.testing.assert_array_equal(pc.learner._uniform(jnp.asarray(kd), 2 * m, jnp.float32), u)  # raw key
+        with jax.enable_x64(True):
+            u64 = np.asarray(pc.learner._uniform(jax.random.key(seed), m, jnp.float64))
+        ref0, ref1 = ref[:m].astype(np.uint64), ref[m:].astype(np.uint64)
+        np.testing.assert_array_equal(u64 * 2.0 ** 53, ((ref0 >> 5) << 26) + (ref1 >> 6))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_uniform_draws_are_uniform_and_independent(dtype):
+    """The round's uniforms as the learner uses them (one key per round, a few
+    hundred counters each): 400 keys × 256 draws are U(0, 1) and their
+    −log are Exp(1) (KS); adjacent draws, draws c and c + 128 (the two words
+    of one hash) and the same counter under two keys are independent
+    (chi-square on a 10×10 grid). Power: u^1.05, a shift of 0.01 and a
+    dependent pair are rejected."""
+    n_keys, n = 400, 256
+    keys = jax.random.split(jax.random.key(2026), n_keys)
+    with jax.enable_x64(dtype == jnp.float64):
+        u = np.asarray(jax.jit(jax.vmap(lambda k: pc.learner._uniform(k, n, dtype)))(keys), np.float64)
+    assert u.dtype == np.float64 and 0 < u.min() and u.max() < 1
+    flat = u.ravel()
+    assert stats.kstest(flat, "uniform").pvalue > 1e-3
+    assert stats.kstest(-np.log(flat), "expon").pvalue > 1e-3
+    assert stats.kstest(flat ** 1.05, "uniform").pvalue < 1e-6
+    assert stats.kstest(np.minimum(flat + 0.01, 1.0), "uniform").pvalue < 1e-6
+    assert stats.kstest(-1.05 * np.log(flat), "expon").pvalue < 1e-6
+    pairs = [(u[:, :-1:2].ravel(), u[:, 1::2].ravel()),  # adjacent counters
+             (u[:, :128].ravel(), u[:, 128:].ravel()),  # the two words of one hash (float32)
+             (u[:-1:2].ravel(), u[1::2].ravel())]  # same counters, two keys
+    for a, b in pairs:
+        assert _pairs_chi2_pvalue(a, b) > 1e-3
+        assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(len(a))
+    a, b = pairs[0]
+    assert _pairs_chi2_pvalue(a, (a + 0.2 * b) % 1.0) < 1e-6  # power: a dependent pair
+
+
 def test_beats_the_nearest_past_point_baseline_on_the_cubic_stream(trained, cubic):
     _, s, info = trained
     losses = np.asarray(info.loss, np.float64)
@@ -516,7 +578,27 @@ def test_bad_input_raises_clear_errors(learner, cubic):
     with pytest.raises(ValueError, match="index 2"):
         js.run_stream(learner, jax.random.key(0), bad, s)
     assert learner.config == dict(learner="slpc", max_segments=50, history_size=512, window=2, t0=20,
-                                  explore_steps=3, init="fit", init_rounds=100, penalty="noise")
+                                  explore_steps=3, init="fit", init_rounds=100, penalty="noise",
+                                  state_layout=pc.learner.STATE_LAYOUT)
+
+
+def test_checkpoint_of_another_state_layout_is_refused(cubic, tmp_path):
+    """A checkpoint saved before the distance cache became segment-major
+    (config without ``state_layout``), or under another layout, is refused;
+    the current layout round-trips."""
+    from jaxstream import checkpoint
+
+    L = js.slpc(max_segments=4, history_size=32, init="pca")
+    s = L.init(jax.random.key(0), cubic[:20])
+    assert s.hist_D.shape == (4, 33)  # (V − 1, H + 1)
+    old = {k: v for k, v in L.config.items() if k != "state_layout"}
+    for i, cfg in enumerate([old, dict(L.config, state_layout=1)]):
+        checkpoint.save(tmp_path / f"old{i}.ckpt", L._replace(config=cfg), s)
+        with pytest.raises(checkpoint.CheckpointError, match="another learner configuration"):
+            checkpoint.load(tmp_path / f"old{i}.ckpt", L)
+    checkpoint.save(tmp_path / "new.ckpt", L, s)
+    back, _ = checkpoint.load(tmp_path / "new.ckpt", L)
+    chex.assert_trees_all_equal(back, s)
 
 
 def test_wrapper_matches_functional_api_and_chunking(cubic):

@@ -129,6 +129,12 @@ class Info(NamedTuple):
     sigma2: Array
 
 
+# Version of the `State` layout, recorded in the learner's config so that a
+# checkpoint saved under another layout is refused on load (2: hist_D
+# segment-major (V − 1, H + 1); 1, unrecorded: (H + 1, V − 1)).
+STATE_LAYOUT = 2
+
+
 class Config(NamedTuple):
     """Static configuration (capacities and variant choices)."""
 
@@ -973,7 +979,7 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         return init_fn(key, x_init, defaults if params is None else params, config)
 
     return StreamLearner(_init, lambda key, state, x: update(key, state, x, config), predict, loss, defaults,
-                         config=dict(learner="slpc", **config._asdict()))
+                         config=dict(learner="slpc", **config._asdict(), state_layout=STATE_LAYOUT))
 
 
 init_fn = init
