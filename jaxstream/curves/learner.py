@@ -22,12 +22,14 @@ Design:
   point). ``init="pca"`` keeps the paper's start.
 * **Dense, branch-free round.** The history (``history_size`` rows plus one
   scratch row for x_t) caches every point's squared distance to every
-  segment slot, ``hist_D[H+1, p]``. A round scores all C candidates ×
-  their W+2 local segments × all H+1 rows with masks: no compaction, no
-  data-dependent loop, no truncation — every candidate's objective is exact.
-  After the choice the cache is shifted by the change in the number of
-  vertices and the winner's W+2 local columns (already computed) are written
-  in. Randomness is one uniform draw per round.
+  segment slot, ``hist_D[p, H+1]`` (segment-major). A round scores all C
+  candidates × their W+2 local segments × all H+1 rows with masks, and every
+  single-vertex deletion and end reversal from each row's three smallest
+  cached distances: no compaction, no data-dependent loop, no truncation —
+  every candidate's objective is exact. After the choice the cache is
+  rebuilt by one gather of whole rows (old rows shifted by the change in the
+  number of vertices, the winner's new rows, already computed). Randomness is
+  one uniform draw per round (counter-mode Threefry-2x32, unrolled).
 * **History.** While it has room every point is stored (exact full
   information). Once full it is a uniform reservoir sample of x_1 … x_{t−1}
   (Vitter's algorithm R), each stored point standing for n/H points, and
