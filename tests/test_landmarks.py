@@ -444,6 +444,12 @@ def test_update_traces_once_while_the_landmark_set_changes():
         s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
         cases.add(int(info.case))
     assert cases == {1, 2, 3}
+    # the robust options are plain array params: switching them on keeps the one compiled configuration
+    s = s._replace(params=ON.default_params(min_support=4, density_shift=0.5))
+    for t in range(1, 41):
+        s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+    with pytest.raises(TypeError):  # no field defaults to None (a None leaf would be a second pytree structure)
+        ON.Params(jnp.zeros(()), jnp.zeros((0, 0)), jnp.zeros((), jnp.int32))
     # power check: a second trace (a new dtype) is caught
     with pytest.raises(AssertionError):
         step(jax.random.key(0), s, jnp.asarray(X[1], jnp.int32))
@@ -767,6 +773,39 @@ def test_density_shift_vs_reference():
     assert fired >= 3
     with pytest.raises(ValueError, match="density_shift"):
         LM.landmark_mds(5, density_shift=1.5)
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_densest_counts_only_candidates_vs_numpy(cache):
+    """`_densest` (candidates within r of `new`, counted in chunks) against a brute-force NumPy count over
+    the buffer, for radii whose candidate sets span one and two chunks; a partly filled buffer gives empty
+    slots."""
+    N, n_fill = 64, 60
+    rng = np.random.default_rng(0)
+    # a clump among the late arrivals: the densest candidate often lies past the first chunk
+    P = np.concatenate([rng.uniform(0, 6, (40, 2)), rng.uniform(1, 5, 2) + 0.3 * rng.standard_normal((20, 2))])
+    with enable_x64():
+        lrn = LM.landmark_mds(4, n_components=1, buffer_size=N, cache_distances=cache)
+        s = lrn.init(jax.random.key(0), P)
+        cfg = ON._make_cfg(4, N, 1, False, None, cache)
+        f = jax.jit(lambda new, r, row, st: ON._densest((new, r, row), st, cfg))
+        valid = np.asarray(s.valid)
+        D = np.where(valid[:, None] & valid[None, :], euclid(np.asarray(s.points)), np.inf)
+        np.fill_diagonal(D, 0.0)
+        lm = np.asarray(s.is_landmark)
+        arr = np.asarray(s.arrival)
+        late, moved = 0, 0
+        for new in range(0, n_fill, 3):
+            for r in (1.0, 2.0, 3.0):
+                near = np.flatnonzero(D[new] <= r)  # by slot, the order in which the chunks take them
+                count = (D[near] <= r).sum(1)
+                i = min(range(len(near)), key=lambda i: (-count[i], arr[near[i]]))
+                want = new if lm[near[i]] else near[i]
+                got = int(f(jnp.int32(new), jnp.float64(r), jnp.asarray(D[new]), s))
+                assert got == want, (new, r)
+                late += i >= ON._DENSE_CHUNK
+                moved += want != new
+    assert late >= 5 and moved > 10  # power: the densest candidate is often past the first chunk
 
 
 def test_degree_rule_sums_do_not_overflow():

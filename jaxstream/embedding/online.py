@@ -127,10 +127,11 @@ class Params(NamedTuple):
         r; ties: the earliest arrival), unless that point is already a
         landmark. ε and the removed landmark are decided as without it.
         This pulls new landmarks from the thin edge of a noisy region toward
-        its middle. Costs an O(N²) count at each swap that keeps the new
-        landmark: on a noisy S-curve with N = 1000 (CPU), 20 µs per update
-        for the paper's rule, 58 with density_shift=0.5, 67 with
-        min_support=4 as well (n_L = 20; 83 / 172 / 320 at n_L = 100). Measured (``benchmarks/bench_landmarks.py --only robust``,
+        its middle. Costs, at each swap that keeps the new landmark, a
+        count of the buffered points within r of each candidate (the points
+        within r of the new landmark; O(|candidates|·N), in chunks of 32
+        rows). A plain array like `min_support`: any value of either runs
+        the same compiled `update`. Measured (``benchmarks/bench_landmarks.py --only robust``,
         the rank of online σ among 50 random landmark sets, averaged over 8
         realizations of each stream, n_L = 10/20/100): with
         ``min_support=4, density_shift=0.5`` the mean rank is at or below
@@ -143,7 +144,7 @@ class Params(NamedTuple):
     eps0: Array
     distances: Array
     min_support: Array
-    density_shift: Array = None
+    density_shift: Array
 
 
 class Embedding(NamedTuple):
@@ -602,33 +603,61 @@ def _case3(small, state: State, cfg: _Cfg) -> _Case3:
     # min_support (off by default, so its pass and sort run only where some stream asks for it)
     rm_row = _rare(state.params.min_support > 0, _weakest, rm_row,
                    (rm_row, eps_new), (DL1, arrival1, state.params.min_support))
-    # density_shift (off by default; its O(N²) count runs only when the new landmark is kept)
+    # density_shift (off by default; runs only when the new landmark is kept, and then costs O(|cand|·N))
     shift = state.params.density_shift
-    if shift is not None:
-        new = _rare((shift > 0) & (rm_row != n_L), lambda sm, st: _densest(sm, st, cfg), new,
-                    (new, eps_new * shift), state)
+    new = _rare((shift > 0) & (rm_row != n_L), lambda sm, st: _densest(sm, st, cfg), new,
+                (new, eps_new * shift, row), state)
     return _Case3(new, rm_row.astype(jnp.int32), eps_new, ~quick)
+
+
+# Candidates of `_densest` whose neighbours are counted per round (a (chunk, N) block of distances).
+_DENSE_CHUNK = 32
 
 
 def _densest(small, state: State, cfg: _Cfg):
     """density_shift: the buffered point within r of `new` with the most buffered points within r.
 
     Stays at `new` when that point is already a landmark. Ties go to the
-    earliest arrival.
+    earliest arrival. Only the candidates (the points within r of `new`)
+    have their neighbours counted: they are sorted to the front and counted
+    in chunks of `_DENSE_CHUNK` rows against the buffer, so a call costs
+    O(ceil(|cand| / chunk) · chunk · N) distance work instead of O(N²).
+
+    Args:
+      small: ``(new, r, row)``: slot of the landmark just admitted, the radius
+        r = c·ε, and its (N,) distances to the buffer (inf for empty slots,
+        0 at `new`).
+      state: the state after x was written (read only).
     """
-    new, r = small
-    if cfg.cache:
-        D = state.dist
-    else:
-        D = cfg.dist.dist(state.params, state.points, state.points)
+    new, r, row = small
     N = cfg.buffer_size
-    eye = jnp.eye(N, dtype=bool)
-    vv = state.valid[:, None] & state.valid[None, :]
-    D = jnp.where(vv, jnp.where(eye, 0.0, D), jnp.inf)
-    cand = D[new] <= r
-    count = jnp.sum(D <= r, axis=1, dtype=jnp.int32)
-    best_count = jnp.max(jnp.where(cand, count, -1))
-    best = _argmin(jnp.where(cand & (count == best_count), state.arrival, _IMAX))
+    c = min(N, _DENSE_CHUNK)
+    cand = row <= r
+    order = jnp.argsort(~cand, stable=True).astype(jnp.int32)  # candidates first
+    n_cand = jnp.sum(cand, dtype=jnp.int32)
+    cols = jnp.arange(N, dtype=jnp.int32)
+
+    def body(carry):
+        i, best_count, best_arr, best = carry
+        start = jnp.minimum(i * c, N - c)
+        ids = lax.dynamic_slice(order, (start,), (c,))
+        pos = start + jnp.arange(c, dtype=jnp.int32)
+        take = (pos >= i * c) & (pos < n_cand)  # rows of this round not counted in an earlier one
+        if cfg.cache:
+            Dc = state.dist[ids]
+        else:
+            Dc = cfg.dist.dist(state.params, state.points[ids], state.points)
+        Dc = jnp.where(ids[:, None] == cols[None, :], 0.0, jnp.where(state.valid[None, :], Dc, jnp.inf))
+        count = jnp.where(take, jnp.sum(Dc <= r, axis=1, dtype=jnp.int32), -1)
+        arr = jnp.where(take, state.arrival[ids], _IMAX)
+        cmax = jnp.max(count)
+        j = _argmin(jnp.where(count == cmax, arr, _IMAX))
+        better = (cmax > best_count) | ((cmax == best_count) & (arr[j] < best_arr))
+        return (i + 1, jnp.where(better, cmax, best_count), jnp.where(better, arr[j], best_arr),
+                jnp.where(better, ids[j], best))
+
+    init = (jnp.zeros((), jnp.int32), jnp.int32(-1), jnp.int32(_IMAX), new.astype(jnp.int32))
+    best = lax.while_loop(lambda carry: carry[0] * c < n_cand, body, init)[3]
     return jnp.where(state.is_landmark[best], new, best).astype(new.dtype)
 
 
