@@ -556,6 +556,46 @@ def batches(B=64, T=400, n_L=20, N=200, repeats=7):
           f"{teb * 1e6:.1f} us per matrix", flush=True)
 
 
+def options_batches(B=128, T=400, n_L=20, rules=((0, 0.0), (4, 0.0), (0, 0.5), (4, 0.5)), repeats=5):
+    """The robust options under vmap: B noisy S-curves (noise 0.3) against one, per stream-update.
+
+    Each rule (min_support m, density_shift c) runs with the same compiled `update` (the options are
+    params); their rare branches run, under vmap, only for the streams that take them (`_rare`). The
+    buffer holds the whole stream (T + 1 points), as in the robust tables. Interleaved best-of timing as
+    in `batches`. Measured (2-core CPU, load ~5 from other jobs), one stream / B=128 per stream-update:
+    m=0,c=0 12.6 / 13.7 µs (ratio 1.09); m=4 20.6 / 28.4 (1.38); c=0.5 20.2 / 27.2 (1.35); m=4,c=0.5
+    28.3 / 44.3 (1.56).
+    """
+    print()
+    print(f"Robust options under vmap: B={B} noisy S-curves (noise 0.3, random_state r, ordered) vs one, T={T}, "
+          f"n_L={n_L}, buffer={T + 1}; us per stream-update (best of {repeats} interleaved rounds)")
+    Xs = np.stack([datasets.make_s_curve(T + 1, noise=0.3, random_state=r, sort_by_t=True)[0] for r in range(B)])
+    Xs = Xs.astype(np.float32)
+    lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=T + 1)
+    one = jax.jit(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info")[1].case)
+    many = jax.jit(jax.vmap(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info")[1].case))
+    keys = jax.random.split(jax.random.key(0), B)
+    for m, c in rules:
+        params = LM.default_params(min_support=m, density_shift=c)
+        st = jax.vmap(lambda k, x: lrn.init(k, x, params))(keys, Xs[:, :1])
+        s1 = lrn.init(keys[0], Xs[0, :1], params)
+        t1 = tb = np.inf
+        jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
+        cases = np.asarray(many(keys, Xs[:, 1:], st))
+        for _ in range(repeats):
+            for _ in range(4):
+                t0 = time.perf_counter()
+                jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
+                t1 = min(t1, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            jax.block_until_ready(many(keys, Xs[:, 1:], st))
+            tb = min(tb, time.perf_counter() - t0)
+        print(f"  m={m} c={c:.1f}: one stream {t1 / T * 1e6:7.1f}   B={B}: {tb / (B * T) * 1e6:7.1f} per "
+              f"stream-update  ratio {tb / B / t1:5.2f}   case 3 on {(cases == 3).mean():.0%} of a stream's steps, "
+              f"{(cases == 3).any(0).mean():.0%} of steps for some stream (load {os.getloadavg()[0]:.1f})",
+              flush=True)
+
+
 def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
     """The paper's two real-data pipelines on the shipped fixtures (or the user's files), with its plots."""
     from jaxstream.embedding import datasets as ED
@@ -618,7 +658,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer draws and sizes")
     ap.add_argument("--only", default="", help="comma-separated parts: quality,arrival,robust,overhead,speed,"
-                    "batches,real,temporal (default: all)")
+                    "batches,options,real,temporal (default: all)")
     ap.add_argument("--batch", type=int, default=64, help="B for the batch figures (default 64)")
     ap.add_argument("--contacts", default=None, help="a SocioPatterns contact list (t i j Si Sj)")
     ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
@@ -630,7 +670,7 @@ def main():
     except ImportError:
         pass
     parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
-                                                         "batches", "real", "temporal"}
+                                                         "batches", "options", "real", "temporal"}
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if "quality" in parts:
         quality(5 if args.quick else 20)
@@ -647,6 +687,8 @@ def main():
         many_streams(args.quick)
     if "batches" in parts:
         batches(B=args.batch, T=100 if args.quick else 400)
+    if "options" in parts:
+        options_batches(T=100 if args.quick else 400)
     if "real" in parts:
         real_data(args.contacts, args.prices)
     if "temporal" in parts:

@@ -131,7 +131,12 @@ class Params(NamedTuple):
         count of the buffered points within r of each candidate (the points
         within r of the new landmark; O(|candidates|·N), in chunks of 32
         rows). A plain array like `min_support`: any value of either runs
-        the same compiled `update`. Measured (``benchmarks/bench_landmarks.py --only robust``,
+        the same compiled `update`. Per update on noisy S-curves (T = 400,
+        n_L = 20, buffer 401, 2-core CPU shared with other jobs;
+        ``bench_landmarks.py --only options``), one stream / 128 vmapped
+        streams per stream-update: paper 12.6 / 13.7 µs, min_support=4
+        20.6 / 28.4, density_shift=0.5 20.2 / 27.2, both 28.3 / 44.3 (batch
+        ratios 1.09 / 1.38 / 1.35 / 1.56). Measured (``benchmarks/bench_landmarks.py --only robust``,
         the rank of online σ among 50 random landmark sets, averaged over 8
         realizations of each stream, n_L = 10/20/100): with
         ``min_support=4, density_shift=0.5`` the mean rank is at or below
