@@ -571,8 +571,8 @@ def _make_candidates(win: _Window, vidx, verts, nv, seg, tpar, valid, hx, u, del
 def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
     """Exact Δ(weighted cumulative loss) of every candidate, all rows, dense.
 
-    Returns ``(delta_loss[C], d2l[C, W+2, H+1])`` (the local distances are
-    reused to update the cache).
+    Returns ``delta_loss[C]`` (the winner's local distances are recomputed
+    for the cache by `_local_rows`).
     """
     Vm1 = hD.shape[0]
     j = jnp.arange(Vm1)
@@ -581,8 +581,20 @@ def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
     d2l, _ = cand.seg_d2_points(hx, c.seq[:, :-1], c.seq[:, 1:])  # (C, W+2, H+1)
     d2l = jnp.where(c.lseg_ok[..., None], d2l, jnp.inf)
     new = jnp.minimum(base[None], jnp.min(d2l, 1))
-    dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
-    return dl, d2l
+    return jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
+
+
+def _local_rows(c: _Cands, winner, hx):
+    """The winner's W+2 local distance rows (W+2, H+1) for the cache.
+
+    Recomputed for the one winning candidate (the same elementwise formula as
+    in `_score`, so the same values) rather than gathered from the scores:
+    then the (C, W+2, H+1) distances only feed reductions and are never
+    materialised — in a batch of streams they would not fit in cache.
+    """
+    seq = c.seq[winner]
+    d2, _ = cand.seg_d2_points(hx, seq[:-1], seq[1:])
+    return jnp.where(c.lseg_ok[winner][:, None], d2, jnp.inf)
 
 
 class _Move(NamedTuple):
@@ -637,10 +649,10 @@ def _select(flag, a: _Move, b: _Move) -> _Move:
     return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)
 
 
-def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, d2l):
+def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, hx):
     """The chosen local line and the shifted distance cache."""
     mv = _local_move(c, win, winner, vidx, nv)
-    return mv.vidx, mv.nv, _apply(mv, hD, d2l[winner])
+    return mv.vidx, mv.nv, _apply(mv, hD, _local_rows(c, winner, hx))
 
 
 class _Deletions(NamedTuple):
@@ -808,8 +820,15 @@ def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, pr
     side, k_rev = i_rev // (V - 1), i_rev % (V - 1)
     mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv, Wl + 1),
                  _select(use_del, _deletion_move(j_del, vidx, nv, Wl), local))
-    new_rows = jnp.concatenate([loc_rows, dels.chord[jnp.clip(j_del - 1, 0, V - 3)][None],
-                                revs.new_seg[side, k_rev][None]], 0)
+    # The two global winners' rows, recomputed (see `_local_rows`): the
+    # chord v_{j−1} v_{j+1} and the reversal's new segment.
+    jc = jnp.clip(j_del - 1, 0, V - 3)
+    last = verts[jnp.maximum(nv - 1, 0)]
+    rev_a = jnp.where(side == 0, verts[0], verts[k_rev])
+    rev_b = jnp.where(side == 0, verts[jnp.minimum(k_rev + 1, V - 1)], last)
+    ends_a, ends_b = jnp.stack([verts[jc], rev_a]), jnp.stack([verts[jc + 2], rev_b])
+    glob_rows, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, H+1)
+    new_rows = jnp.concatenate([loc_rows, glob_rows], 0)
     move_won = jnp.where(use_rev, MOVE_REVERSE, jnp.where(use_del, MOVE_DELETE, move_local))
     return mv.vidx, mv.nv, _apply(mv, hD, new_rows), move_won
 
@@ -849,7 +868,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
-    dl, d2l = _score(c, win, hx, hD, dmin, w, nv)
+    dl = _score(c, win, hx, hD, dmin, w, nv)
 
     # Price and choice.
     new_len = geometry.polyline_length(verts, nv) - c.local_len[0] + c.local_len
@@ -867,9 +886,9 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     if V >= 3:
         new_vidx, new_nv, newD, move_won = _global_stage(
             draws, hx, hD, _smallest(hD, dmin, seg), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
-            obj[winner], _local_move(c, win, winner, vidx, nv), d2l[winner], c.move[winner])
+            obj[winner], _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner])
     else:
-        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, d2l)
+        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, hx)
         move_won = c.move[winner]
 
     # Offer x_t to the reservoir (Vitter's algorithm R).
