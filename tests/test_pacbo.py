@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream
+from jaxstream.clustering import _rng
 from jaxstream.clustering import kernel as K
 from jaxstream.clustering import lloyd as L
 from jaxstream.clustering import pacbo as P
@@ -396,13 +397,13 @@ def test_chain_matches_exact_quasi_posterior_of_k():
 def test_kernel_matches_numpy_independence_chain():
     """sample_chain equals a NumPy loop of independence MH over the same proposals and uniforms."""
     rng = np.random.default_rng(5)
-    p, d, N = 4, 2, 30
+    p, d, N = 4, 2, 60
     means = [rng.standard_normal((p, d)) for _ in range(3)]
     fam = _family(p, d, [2, 3, 4], means, 0.8, mults=(0.7, 1.4))
     X = rng.standard_normal((7, d)) * 2
     fn = Q.log_target_fn(jnp.asarray(X), jnp.ones(7, bool), jnp.zeros(7), jnp.zeros(7), 1.0, 0.3,
                          jnp.zeros(d), 6.0, 0.4)
-    key = jax.random.PRNGKey(2)
+    key = jax.random.PRNGKey(1)
 
     @jax.jit  # one compile for all the calls (op by op, each distinct primitive compiles apart)
     def calls(key):
@@ -413,7 +414,7 @@ def test_kernel_matches_numpy_independence_chain():
 
     st, (fin, info, mean), (c, k, lg, _), (one, one_info) = calls(key)
     _, k_u = jax.random.split(key)
-    u = np.log(np.asarray(jax.random.uniform(k_u, (N,), jnp.float32)))
+    u = np.log(np.asarray(_rng.uniforms(_rng.key_words(k_u), (N,), jnp.float32)))
     c, k, lg = np.asarray(c, np.float64), np.asarray(k), np.asarray(lg, np.float64)
     ld = [-0.3 * np_energy(c[i], k[i], X, np.ones(7, bool), np.zeros(7), np.zeros(7), 1.0)
           + np_log_prior(c[i], k[i], np.zeros(d), 6.0, 0.4) for i in range(N)]
@@ -434,6 +435,29 @@ def test_kernel_matches_numpy_independence_chain():
     assert np.ptp(np.array(at_k), axis=0).max() > 0.1  # several states: the mean is not the last one
     np.testing.assert_allclose(np.asarray(mean), np.mean(at_k, axis=0), rtol=1e-5, atol=1e-5)
     assert one_info.n_clusters.shape == () and one.centers.shape == (p, d)
+
+
+def test_blocked_chain_equals_dense_chain_across_blocks():
+    """p = 10 (three blocks of slots, k up to 9), d = 3, N not a multiple of the chunk: the chain
+    that draws and scores its proposals one block of slots at a time equals the chain that scores
+    all of them at once (the same target without its block interface)."""
+    rng = np.random.default_rng(8)
+    p, d, N, H = 10, 3, 45, 30
+    means = [rng.standard_normal((p, d)) * 3 for _ in range(3)]
+    fam = _family(p, d, [6, 7, 9], means, 0.4, mults=(0.7, 1.4))
+    X = jnp.asarray(rng.standard_normal((H, d)) * 3)
+    fn = Q.log_target_fn(X, jnp.ones(H, bool), jnp.zeros(H), jnp.zeros(H), 1.0, 0.02, jnp.zeros(d), 30.0, 0.4)
+    dense = lambda c, k: fn(c, k)  # noqa: E731 (no block interface: the dense path)
+
+    @jax.jit
+    def calls(key):
+        st = K.init(jnp.asarray(means[1]), 7, fn, fam, 3)
+        return (K.sample_chain(key, st, fn, fam, N, 3, path_mean=True),
+                K.sample_chain(key, st, dense, fam, N, 3, path_mean=True))
+
+    blocked, ref = calls(jax.random.PRNGKey(0))
+    assert 0 < float(np.mean(ref[1].is_accepted)) < 1 and len(set(np.asarray(ref[1].n_clusters).tolist())) > 1
+    chex.assert_trees_all_close(blocked, ref, rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------
@@ -587,8 +611,8 @@ def test_learner_finds_separated_clusters_and_reports_sizes():
     labels = model.predict(xs)
     assert set(labels.tolist()) == set(model.labels_.tolist())
     assert len(set(zip(labels.tolist(), truth.tolist()))) == 3
-    for j in range(3):
-        assert np.min(np.linalg.norm(model.centers - centres[j], axis=1)) < 1.0
+    for j in range(3):  # groups 12 apart, sd 0.5; 16 stored points and 16 steps a round: within 3 sd
+        assert np.min(np.linalg.norm(model.centers - centres[j], axis=1)) < 1.5
     sizes = model.cluster_sizes_
     assert sizes.shape == (3,) and sizes.sum() == pytest.approx(n, rel=1e-5)
     proba = model.predict_proba(xs[:5])

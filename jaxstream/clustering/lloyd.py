@@ -147,11 +147,37 @@ def _kmeans_blocked(points: Array, points_t: Array, pm: Array, centers: Array, k
 
     def body(_, c):
         _, a = nearest_center_blocked(points_t, c, k)
-        return _centroids(points, pm, a, c, cm)
+        return _centroids_blocked(points, pm, a, c, k)[0]
 
     c = lax.fori_loop(0, n_iters, body, centers)
     d2, a = nearest_center_blocked(points_t, c, k)
     return c, a, d2
+
+
+def _centroids_blocked(points: Array, pm: Array, a: Array, c: Array, k):
+    """`_centroids` for the active prefix k, over its blocks of slots only; also returns the
+    (p,) counts of valid points per slot (0 beyond the blocks)."""
+    p, d = c.shape
+    blk = min(CENTER_BLOCK, p)
+    nb = -(-p // blk)
+    pad = nb * blk - p
+    cp = jnp.concatenate([c, jnp.zeros((pad, d), c.dtype)])
+
+    def body(b, carry):
+        cp, counts = carry
+        slots = b * blk + jnp.arange(blk, dtype=jnp.int32)
+        w = ((a[None, :] == slots[:, None]) & pm[None, :]).astype(points.dtype)     # (blk, n)
+        cnt = jnp.sum(w, axis=1)
+        sums = jnp.einsum("bn,nd->bd", w, points, precision=lax.Precision.HIGHEST)
+        cb = lax.dynamic_slice_in_dim(cp, b * blk, blk)
+        move = (slots < k) & (cnt > 0)
+        new = jnp.where(move[:, None], sums / jnp.maximum(cnt, 1.0)[:, None], cb)
+        return (lax.dynamic_update_slice_in_dim(cp, new, b * blk, axis=0),
+                lax.dynamic_update_slice_in_dim(counts, cnt, b * blk, axis=0))
+
+    n_blocks = (jnp.clip(k, 1, p) + blk - 1) // blk
+    cp, counts = lax.fori_loop(0, n_blocks, body, (cp, jnp.zeros((nb * blk,), points.dtype)))
+    return cp[:p], counts[:p]
 
 
 def add_farthest_center(points: Array, point_mask: Array, centers: Array, n_clusters) -> Array:
@@ -161,22 +187,47 @@ def add_farthest_center(points: Array, point_mask: Array, centers: Array, n_clus
     `centers` unchanged when all slots are used.
     """
     p = centers.shape[0]
-    dmin, _ = nearest_center(points, centers, center_mask(n_clusters, p))
+    dmin, _ = nearest_center_blocked(points.T, centers, n_clusters)
     _, i = _min_argmin0(-jnp.where(point_mask, dmin, -jnp.inf))
     new = centers.at[jnp.minimum(n_clusters, p - 1)].set(points[i])
     return jnp.where(n_clusters < p, new, centers)
 
 
 def _removal_cost(points_t: Array, point_mask: Array, centers: Array, k) -> Array:
-    """(p,) increase of the k-means loss if each active centre were removed (inf if inactive)."""
-    p = centers.shape[0]
-    first, a = nearest_center_blocked(points_t, centers, k)
-    # Second nearest: the nearest once the first slot is masked (dense, O(p·n); rows ≤ k matter).
-    d2 = jnp.where(center_mask(k, p)[:, None], _sq_dist_pn(points_t.T, centers), jnp.inf)
-    onehot = jnp.arange(p)[:, None] == a[None, :]
-    second = jnp.min(jnp.where(onehot, jnp.inf, d2), axis=0)
+    """(p,) increase of the k-means loss if each active centre were removed (inf if inactive).
+
+    Nearest and second-nearest distances over the active blocks of slots, then
+    the per-slot sums over those blocks (no dense (p, n) table).
+    """
+    p, d = centers.shape
+    blk = min(CENTER_BLOCK, p)
+    nb = -(-p // blk)
+    cp = jnp.concatenate([centers, jnp.zeros((nb * blk - p, d), centers.dtype)])
+    n = points_t.shape[1]
+    n_blocks = (jnp.clip(k, 1, p) + blk - 1) // blk
+
+    def nearest2(b, carry):
+        first, second, arg = carry
+        cb = lax.dynamic_slice_in_dim(cp, b * blk, blk)
+        diff = cb.T[:, :, None] - points_t[:, None, :]
+        slots = b * blk + jnp.arange(blk, dtype=jnp.int32)
+        d2 = jnp.where((slots < k)[:, None], jnp.sum(diff * diff, axis=0), jnp.inf)   # (blk, n)
+        m, i = _min_argmin0(d2)
+        m2 = jnp.min(jnp.where(jnp.arange(blk)[:, None] == i[None, :], jnp.inf, d2), axis=0)
+        better = m < first
+        second = jnp.where(better, jnp.minimum(first, m2), jnp.minimum(second, m))
+        return jnp.where(better, m, first), second, jnp.where(better, b * blk + i, arg)
+
+    inf = jnp.full((n,), jnp.inf, centers.dtype)
+    first, second, a = lax.fori_loop(0, n_blocks, nearest2, (inf, inf, jnp.zeros((n,), jnp.int32)))
     gain = jnp.where(point_mask, second - first, 0.0)
-    cost = jnp.sum(jnp.where(onehot, gain[None, :], 0.0), axis=1)
+
+    def sums(b, cost):
+        slots = b * blk + jnp.arange(blk, dtype=jnp.int32)
+        cb = jnp.sum(jnp.where(a[None, :] == slots[:, None], gain[None, :], 0.0), axis=1)
+        return lax.dynamic_update_slice_in_dim(cost, cb, b * blk, axis=0)
+
+    cost = lax.fori_loop(0, n_blocks, sums, jnp.zeros((nb * blk,), centers.dtype))[:p]
     return jnp.where(center_mask(k, p), cost, jnp.inf)
 
 
@@ -274,7 +325,6 @@ def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, 
     a = jnp.stack([a_ud[0], a_mid, a_ud[1]])
     d2 = jnp.stack([d2_ud[0], d2_mid, d2_ud[1]])
     cs = jnp.where(center_mask(ks[:, None], p)[:, :, None], cs, 0.0)
-    onehot = (a[:, None, :] == jnp.arange(p)[None, :, None]) & pm[None, None, :]
-    counts = jnp.sum(onehot, axis=2).astype(points.dtype)
+    counts = jax.vmap(lambda c_, a_, k_: _centroids_blocked(points, pm, a_, c_, k_)[1])(cs, a, ks)
     wss = jnp.sum(jnp.where(pm[None], d2, 0.0), axis=1)
     return ProposalRows(ks, valid, cs, counts, jnp.stack([ids_dn, ids, ids_up]), wss)
