@@ -340,6 +340,75 @@ def robust_seeds(rules=((0, 0.0), (4, 0.0), (4, 0.5)), n_Ls=(10, 20, 100), n_see
     return res
 
 
+def robust_weighted(rules=((0, 0.0), (4, 0.5)), n_Ls=(10, 20, 100), n_seeds=8, n_draws=50, streams=None):
+    """Weighted landmark MDS (each landmark weighs the points it stands for, `LM.landmark_weights`) of the
+    final landmarks against random landmarks with the plain landmark MDS, over `n_seeds` realizations.
+
+    Prints per cell the mean rank of online σ among random's draws (0.5 = median) for each rule, plain and
+    weighted, with [realizations <= median, < p10], and the mean rank of the median of random landmarks
+    weighted the same way (their cells among all points): whether the weighting or the landmark choice wins.
+    """
+    print()
+    print(f"Weighted LMDS over {n_seeds} realizations: mean rank of online among {n_draws} random draws (plain "
+          f"LMDS) ± s.e. [<= median, < p10]; 'W' = weighted by landmark_weights")
+    res = {}
+    for seed in range(n_seeds):
+        for name, X in robust_streams(seed):
+            if streams and name not in streams:
+                continue
+            D = euclid(X)
+            Dj = jnp.asarray(D, jnp.float32)
+            sq = Dj ** 2
+            n = len(X)
+
+            @jax.jit
+            def sigma_w(i, w):
+                model = LM.lmds_fit(sq[i][:, i], 2, weights=w)
+                return LM.normalized_stress(Dj, LM.lmds_transform(model, sq[:, i]))
+
+            @jax.jit
+            def cells(i):
+                return jnp.sum(jax.nn.one_hot(jnp.argmin(Dj[:, i], axis=1), i.shape[0]), axis=0)
+
+            for n_L in n_Ls:
+                idx = jax.vmap(lambda k: BL.random_landmarks(k, n, n_L))(
+                    jax.random.split(jax.random.key(100 + seed), n_draws))
+                r = np.asarray(jax.lax.map(lambda i: sigma_w(i, jnp.ones(n_L)), idx))
+                rw = np.asarray(jax.lax.map(lambda i: sigma_w(i, cells(i)), idx))
+                lrn, run = _robust_runner(n_L, n)
+                B = len(rules)
+                grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), lrn.params)
+                grid = grid._replace(min_support=jnp.array([m for m, _ in rules], jnp.int32),
+                                     density_shift=jnp.array([c for _, c in rules], grid.density_shift.dtype))
+                keys = jax.random.split(jax.random.key(0), B)
+                st = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
+                fin, _ = run(keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)
+                row = []
+                for b in range(B):
+                    sb = jax.tree_util.tree_map(lambda a: a[b], fin)
+                    ids = jnp.asarray(np.asarray(sb.arrival)[np.asarray(sb.landmark_slots)])  # buffer = n: arrival = row
+                    w = LM.landmark_weights(sb)
+                    for v in (float(sigma_w(ids, jnp.ones(n_L))), float(sigma_w(ids, w))):
+                        row.append(((r < v).mean(), v <= np.median(r), v < np.percentile(r, 10)))
+                row.append(((r < np.median(rw)).mean(), True, False))
+                res.setdefault((name, n_L), []).append(row)
+        print(f"  realization {seed} done (load {os.getloadavg()[0]:.1f})", flush=True)
+        if seed < n_seeds - 1:
+            _print_weighted(res, rules)
+    _print_weighted(res, rules)
+    return res
+
+
+def _print_weighted(res, rules):
+    labels = [f"m={m},c={c}{w}" for m, c in rules for w in ("", " W")]
+    for (name, n_L), rows in res.items():
+        rows = np.array(rows, float)  # (seeds, 2·rules + 1, 3)
+        cells_ = [f"{lab}: {rows[:, j, 0].mean():.2f}±{rows[:, j, 0].std(ddof=1) / np.sqrt(len(rows)):.2f} "
+                  f"[{int(rows[:, j, 1].sum())}/{len(rows)}, {int(rows[:, j, 2].sum())}]" for j, lab in enumerate(labels)]
+        print(f"{name:18s} n_L={n_L:3d} " + " | ".join(cells_) + f" | random W median: {rows[:, -1, 0].mean():.2f}",
+              flush=True)
+
+
 def robust(rules=((0, 0.0), (2, 0.0), (4, 0.0), (0, 0.5), (4, 0.5)), n_Ls=(10, 20, 100), n_draws=50):
     """σ of the final landmarks for several rules (min_support m, density_shift c; one vmapped run per n_L)
     against random landmarks' percentiles."""
@@ -658,7 +727,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer draws and sizes")
     ap.add_argument("--only", default="", help="comma-separated parts: quality,arrival,robust,overhead,speed,"
-                    "batches,options,real,temporal (default: all)")
+                    "batches,options,weighted,real,temporal (default: all)")
     ap.add_argument("--batch", type=int, default=64, help="B for the batch figures (default 64)")
     ap.add_argument("--contacts", default=None, help="a SocioPatterns contact list (t i j Si Sj)")
     ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
@@ -670,7 +739,7 @@ def main():
     except ImportError:
         pass
     parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
-                                                         "batches", "options", "real", "temporal"}
+                                                         "batches", "options", "weighted", "real", "temporal"}
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if "quality" in parts:
         quality(5 if args.quick else 20)
@@ -687,6 +756,8 @@ def main():
         many_streams(args.quick)
     if "batches" in parts:
         batches(B=args.batch, T=100 if args.quick else 400)
+    if "weighted" in parts:
+        robust_weighted(n_seeds=2 if args.quick else 8, n_draws=20 if args.quick else 50)
     if "options" in parts:
         options_batches(T=100 if args.quick else 400)
     if "real" in parts:

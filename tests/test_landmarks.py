@@ -198,6 +198,56 @@ def test_lmds_vs_numpy_reference():
     np.testing.assert_allclose(Y[idx], C, atol=1e-9)
 
 
+def test_weighted_lmds_equals_lmds_of_repeated_landmarks():
+    """Integer weights w: the weighted fit equals the plain landmark MDS of a landmark set in which landmark
+    i is repeated w_i times (an exact, independent construction), compared through pairwise distances of
+    embedded points (eigenvectors are defined up to sign); all-one weights give the unweighted fit (to
+    rounding), weight 0 equals a mask, and unequal weights move the embedding (power)."""
+    rng = np.random.default_rng(7)
+    L = rng.standard_normal((6, 3)) * np.array([3.0, 1.0, 0.5])
+    X = rng.standard_normal((25, 3)) * 2
+    w = np.array([1, 4, 2, 7, 1, 3])
+    with enable_x64():
+        sqL = euclid(L) ** 2
+        sqX = euclid(np.concatenate([X, L]))[:25, 25:] ** 2
+        mw = LM.lmds_fit(sqL, 2, weights=w)
+        Yw = np.asarray(LM.lmds_transform(mw, sqX))
+        R = np.repeat(np.arange(6), w)
+        mr = LM.lmds_fit(sqL[np.ix_(R, R)], 2)
+        Yr = np.asarray(LM.lmds_transform(mr, sqX[:, R]))
+        np.testing.assert_allclose(_pairwise(Yw), _pairwise(Yr), atol=1e-9)
+        np.testing.assert_allclose(_pairwise(mw.coords), _pairwise(np.asarray(mr.coords)[np.searchsorted(R, np.arange(6))]),
+                                   atol=1e-9)
+        np.testing.assert_allclose(np.asarray(mw.eigvals) * len(R) / 6, np.asarray(mr.eigvals), rtol=1e-9)
+        # landmarks map to their own coordinates
+        np.testing.assert_allclose(np.asarray(LM.lmds_transform(mw, sqL)), np.asarray(mw.coords), atol=1e-9)
+        m1, m0 = LM.lmds_fit(sqL, 2, weights=np.ones(6)), LM.lmds_fit(sqL, 2)
+        chex.assert_trees_all_close(m1, m0, atol=1e-12, rtol=1e-12)
+        mask = np.array([True, True, False, True, True, True])
+        chex.assert_trees_all_close(LM.lmds_fit(sqL, 2, weights=np.where(mask, w, 0)),
+                                    LM.lmds_fit(sqL, 2, mask=mask, weights=w), atol=1e-12)
+        assert np.abs(_pairwise(Yw) - _pairwise(np.asarray(LM.lmds_transform(m0, sqX)))).max() > 0.1
+
+
+def test_landmark_weights_counts_nearest_landmarks_vs_numpy():
+    X = stream41(26)
+    lrn = lrn5()
+    s, _ = runner(lrn)(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    w = np.asarray(LM.landmark_weights(s))
+    slots, mask = np.asarray(s.landmark_slots), np.asarray(s.landmark_slots) >= 0
+    valid = np.asarray(s.valid)
+    P = np.asarray(s.points, np.float64)
+    d = np.sqrt(((P[valid][:, None] - P[slots[mask]][None]) ** 2).sum(-1))
+    want = np.bincount(np.argmin(d, 1), minlength=mask.sum())
+    np.testing.assert_array_equal(w[mask], want)
+    assert w.sum() == valid.sum() and len(set(want.tolist())) > 1
+    e = LM.embedding(s, n_components=2, weighted=True)
+    chex.assert_trees_all_close(e.coords, LM.lmds_fit(euclid(P[slots[mask]]) ** 2, 2, weights=want).coords,
+                                atol=1e-4)
+    with pytest.raises(ValueError, match="align"):
+        LM.embedding(s, n_components=2, align=True, weighted=True)
+
+
 def test_stress_vs_loop_reference():
     rng = np.random.default_rng(2)
     X = rng.standard_normal((25, 4))
@@ -328,21 +378,14 @@ def test_degree_rule_neighbour_branch():
         D[leaf, hub] = rng.uniform(0.2, 0.9)
     D = np.triu(D, 1)
     D = D + D.T
-    with enable_x64():
-        lrn = LM.landmark_mds(2, n_components=1, buffer_size=50, metric="precomputed", distances=D, eps0=1.0)
-        ref = RefOnline(D, 2, 50, eps0=1.0)
-        state = lrn.init(jax.random.key(0), LM.index_stream(1))
-        ref.arrive(0)
-        step = jax.jit(lrn.update)
-        for t in range(1, n):
-            state, info = step(jax.random.key(t), state, jnp.asarray([float(t)]))
-            r = ref.arrive(t)
-            assert state_landmarks(state) == sorted(ref.L) and float(state.eps) == ref.eps
-            assert int(info.case) == r["case"] and int(info.added) == r["added"]
+    # event by event against the loop reference (shares the compiled run of the next test's star)
+    state, info, refs = _replay_precomputed(D, 2, 50, eps0=1.0)
+    r = refs[-1]
     # |E| = 2m, deg(hub) = m = 9 > 2 sqrt(18): the oldest leaf (degree 2) is added, not the hub
-    assert int(info.case) == 3 and int(info.added) == 2 == r["added"] and bool(info.full_degrees)
+    assert int(info.case[-1]) == 3 and int(info.added[-1]) == 2 == r["added"] and bool(info.full_degrees[-1])
     # under vmap the O(N^2) branch runs for the one stream that needs it; results equal single runs
     with enable_x64():
+        lrn = LM.landmark_mds(2, n_components=1, buffer_size=50, metric="precomputed", distances=D, eps0=1.0)
         grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (2,) + a.shape), lrn.params)
         grid = grid._replace(eps0=jnp.array([1.0, 0.1]))
         keys = jax.random.split(jax.random.key(0), 2)
@@ -857,21 +900,6 @@ def _batched_and_one(lrn, Xs):
     return keys, fin, infos, one
 
 
-def test_align_under_vmap_equals_single_runs():
-    B = 3
-    Xs = np.stack([clustered_stream(30 + b, 41) for b in range(B)])
-    with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
-        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True)
-        keys, fin, infos, one = _batched_and_one(lrn, Xs)
-        for b in range(B):
-            s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
-            np.testing.assert_array_equal(np.asarray(infos.case[b]), np.asarray(info.case))
-            chex.assert_trees_all_close(jax.tree_util.tree_map(lambda a: a[b], fin.embedding), s.embedding,
-                                        atol=1e-9, rtol=1e-9)
-            chex.assert_trees_all_close(infos.y[b], info.y, atol=1e-9, rtol=1e-9)
-            assert int(np.asarray(info.replaced).sum()) >= 3
-
-
 def _straight_line_ops(hlo: str):
     """Result types of the instructions a compiled program runs unconditionally.
 
@@ -913,7 +941,8 @@ def test_rare_branches_stay_inside_their_loops_under_vmap():
     about 30x slower than run_stream)."""
     B, n_L, N = 3, 7, 29
     X = np.asarray(datasets.make_s_curve(60, random_state=0)[0], np.float32)
-    for kw in (dict(), dict(cache_distances=True), dict(align=True)):
+    # uncached with align (the uncached case-3 path and the eigh refresh), and cached: two compiles cover the three
+    for kw in (dict(align=True), dict(cache_distances=True)):
         lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, **kw)
         s0 = lrn.init(None, X[:40])
         S = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), s0)
@@ -949,14 +978,16 @@ def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
             np.testing.assert_array_equal(np.asarray(got[1]), want1)
 
 
-def test_large_batch_equals_single_streams():
+def test_large_batch_and_align_under_vmap_equal_single_streams():
     """B = 48 streams (the compacted rare branches run in several chunks of 3 streams, some partly filled)
-    give what each stream gives alone."""
-    B, T = 48, 50
+    give what each stream gives alone, aligned embeddings and arrival coordinates included; the first three
+    are clustered streams whose landmarks are swapped several times (the alignment chain is exercised)."""
+    B, T = 48, 41
     rng = np.random.default_rng(5)
     Xs = rng.standard_normal((B, T, 2)) * rng.uniform(0.5, 2.0, (B, 1, 1))
+    Xs[:3] = np.stack([clustered_stream(30 + b, T) for b in range(3)])
     with enable_x64():  # float64: batched and single eigh agree to rounding, so the aligned chains do too
-        lrn = LM.landmark_mds(4, n_components=2, buffer_size=20, align=True)
+        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True)
         keys, fin, infos, one = _batched_and_one(lrn, Xs)
         n3 = (np.asarray(infos.case) == 3).sum(0)
         c = ON._chunk(B)
@@ -967,18 +998,22 @@ def test_large_batch_equals_single_streams():
             np.testing.assert_array_equal(np.asarray(fin.is_landmark[b]), np.asarray(s.is_landmark))
             np.testing.assert_array_equal(np.asarray(fin.eps[b]), np.asarray(s.eps))
             np.testing.assert_allclose(np.asarray(infos.y[b]), np.asarray(info.y), rtol=1e-8, atol=1e-8)
+            chex.assert_trees_all_close(jax.tree_util.tree_map(lambda a: a[b], fin.embedding), s.embedding,
+                                        atol=1e-9, rtol=1e-9)
+            if b < 3:
+                assert int(np.asarray(info.replaced).sum()) >= 3
 
 
 def test_info_y_is_the_arrival_embedding():
     X = stream41(22)
-    for align in (False, True):
-        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=align, embed_arrivals=True)
-        s = lrn.init(jax.random.key(0), X[:1])
-        step = jax.jit(lrn.update)
-        predict = jax.jit(lrn.predict)
-        for t in range(1, 41):
-            s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
-            chex.assert_trees_all_close(info.y, predict(s, X[t]), atol=1e-5)
+    # unaligned here; the aligned Info.y is checked against predict in the wrapper's chunked-path test
+    lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, embed_arrivals=True)
+    s = lrn.init(jax.random.key(0), X[:1])
+    step = jax.jit(lrn.update)
+    predict = jax.jit(lrn.predict)
+    for t in range(1, 41):
+        s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+        chex.assert_trees_all_close(info.y, predict(s, X[t]), atol=1e-5)
     assert LM.landmark_mds(5, buffer_size=20).init(jax.random.key(0), X[:3]).embedding.mask.sum() == 0
 
 
@@ -997,6 +1032,8 @@ def test_wrapper_chunked_path_equals_functional_run():
     np.testing.assert_array_equal(np.asarray(m.state.is_landmark), np.asarray(s.is_landmark))
     chex.assert_trees_all_close(m.state.embedding, s.embedding, atol=1e-5)
     np.testing.assert_allclose(infos.y[1:], np.asarray(info.y), atol=1e-5)
+    # Info.y of the last arrival is its aligned embedding under the final landmarks
+    np.testing.assert_allclose(infos.y[-1], np.asarray(lrn.predict(s, X[-1])), atol=1e-5)
 
 
 def _pairwise(Y):

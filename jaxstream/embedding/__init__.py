@@ -11,7 +11,8 @@ from . import baselines, datasets, distances, lmds, networks, online, stress
 from .distances import Metric, index_stream, metric_kind, pairwise_distances
 from .lmds import LMDSModel, check_eigen, lmds_embed, lmds_fit, lmds_transform
 from .online import (CASE_ADDED, CASE_COVERED, CASE_REPLACED, Embedding, Info, Params, State, build_update,
-                     default_params, embedding, init, landmark_mds, landmarks, loss, predict)
+                     default_params, embedding, init, landmark_mds, landmark_weights, landmarks, loss,
+                     predict)
 from .stress import landmark_stress, normalized_stress
 from .wrapper import LandmarkMDS
 
@@ -20,6 +21,6 @@ __all__ = [
     "Metric", "index_stream", "metric_kind", "pairwise_distances",
     "LMDSModel", "check_eigen", "lmds_embed", "lmds_fit", "lmds_transform",
     "CASE_ADDED", "CASE_COVERED", "CASE_REPLACED", "Embedding", "Info", "Params", "State", "build_update",
-    "default_params", "embedding", "init", "landmark_mds", "landmarks", "loss", "predict",
+    "default_params", "embedding", "init", "landmark_mds", "landmark_weights", "landmarks", "loss", "predict",
     "landmark_stress", "normalized_stress", "LandmarkMDS",
 ]

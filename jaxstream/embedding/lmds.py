@@ -43,12 +43,23 @@ class LMDSModel(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("n_components", "rtol"))
-def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None) -> LMDSModel:
+def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None, weights=None) -> LMDSModel:
     """Classical MDS of the landmarks (traceable; flags instead of raising).
 
     B = -1/2 · H Δ H with H the centring over the unmasked landmarks; its top
     k eigenpairs (eigh) give the landmark coordinates and the pseudo-inverse
     transpose L# (rows ``v_iᵀ / sqrt(λ_i)``).
+
+    With ``weights`` w (an option beyond de Silva and Tenenbaum), landmark i
+    counts as w_i points: the centring is the w-weighted mean, and with
+    W = diag(w / mean(w)) the top eigenpairs (λ, v) of W^½ B W^½ give
+    coordinates ``W^-½ v sqrt(λ)`` and the map's rows ``W^½ v / sqrt(λ)``.
+    For integer weights this is exactly the landmark MDS of a landmark set
+    in which landmark i is repeated w_i times. Weighting each landmark by
+    the number of points it stands for (`online.landmark_weights`) makes the
+    landmarks' MDS follow the data's distribution rather than the spread of
+    a dominating set (a landmark on an outlier or a small cluster counts
+    for the few points it covers).
 
     Args:
       sq_dist: (n, n) squared distances between landmarks.
@@ -57,6 +68,9 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
         get zero coordinates).
       rtol: eigenvalues <= ``rtol · max|λ|`` count as non-positive; default
         ``10 · n · machine epsilon``.
+      weights: optional (n,) non-negative landmark weights; a landmark of
+        weight 0 is ignored like a masked one. None: the classical landmark
+        MDS (all-one weights give it up to rounding).
 
     Returns:
       `LMDSModel`. If fewer than k eigenvalues are positive,
@@ -71,25 +85,39 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
     if not 1 <= k <= n:
         raise ValueError(f"n_components must be in [1, n_landmarks={n}]; got {k}")
     mask = jnp.ones((n,), bool) if mask is None else jnp.asarray(mask, bool)
+    if weights is not None:
+        weights = jnp.asarray(weights, sq.dtype)
+        mask = mask & (weights > 0)
     w = mask.astype(sq.dtype)
     mm = mask[:, None] & mask[None, :]
     sq = jnp.where(mm, sq, 0.0)
+    if weights is not None:  # relative weights, mean 1 over the used landmarks (all 1 = the unweighted fit)
+        w = jnp.where(mask, weights, 0.0)
+        w = w * (jnp.sum(mask) / jnp.maximum(jnp.sum(w), jnp.finfo(sq.dtype).tiny))
     cnt = jnp.maximum(jnp.sum(w), 1.0)
     delta_mu = (sq @ w) / cnt
     total = jnp.sum(delta_mu * w) / cnt
     B = -0.5 * (sq - delta_mu[:, None] - delta_mu[None, :] + total)
     B = jnp.where(mm, B, 0.0)
+    if weights is not None:
+        root_w = jnp.sqrt(w)
+        B = root_w[:, None] * B * root_w[None, :]
     lam_all, V = jnp.linalg.eigh(B)
     if rtol is None:
         rtol = 10.0 * n * float(jnp.finfo(sq.dtype).eps)
     tol = rtol * jnp.max(jnp.abs(lam_all))
     n_pos = jnp.sum(lam_all > tol).astype(jnp.int32)
     lam = lam_all[::-1][:k]
-    V = V[:, ::-1][:, :k] * w[:, None]
+    V = V[:, ::-1][:, :k] * mask[:, None]
     pos = lam > tol
     root = jnp.sqrt(jnp.where(pos, lam, 1.0))
-    coords = jnp.where(pos, V * root, 0.0)
-    pinv_t = jnp.where(pos, V / root, 0.0)  # (n, k): L#ᵀ
+    if weights is None:
+        coords = jnp.where(pos, V * root, 0.0)
+        pinv_t = jnp.where(pos, V / root, 0.0)  # (n, k): L#ᵀ
+    else:
+        inv_root_w = jnp.where(mask, 1.0 / jnp.where(mask, root_w, 1.0), 0.0)
+        coords = jnp.where(pos, V * inv_root_w[:, None] * root, 0.0)
+        pinv_t = jnp.where(pos, V * root_w[:, None] / root, 0.0)
     weights = -0.5 * pinv_t
     offset = 0.5 * (delta_mu @ pinv_t)
     return LMDSModel(coords, weights, offset, lam, n_pos, mask)

@@ -86,7 +86,7 @@ _IMAX = np.iinfo(np.int32).max
 
 __all__ = [
     "Params", "State", "Info", "Embedding", "default_params", "init", "build_update",
-    "landmark_mds", "default_buffer_size", "embedding", "landmarks", "predict", "loss",
+    "landmark_mds", "default_buffer_size", "embedding", "landmarks", "landmark_weights", "predict", "loss",
     "CASE_COVERED", "CASE_ADDED", "CASE_REPLACED",
 ]
 
@@ -323,15 +323,15 @@ def _landmark_slots(state: State):
     return jnp.where(mask, state.landmark_slots, 0), mask
 
 
-def _fresh_embedding(state: State, cfg: _Cfg) -> Embedding:
-    """Landmark MDS of the current landmarks (no alignment)."""
+def _fresh_embedding(state: State, cfg: _Cfg, weights=None) -> Embedding:
+    """Landmark MDS of the current landmarks (no alignment; optionally weighted, see `lmds_fit`)."""
     slots, mask = _landmark_slots(state)
     if cfg.cache:
         sq = state.dist[slots][:, slots] ** 2
     else:
         P = state.points[slots]
         sq = cfg.dist.sqdist(state.params, P, P)
-    m = lmds_fit(sq, cfg.n_components, mask)
+    m = lmds_fit(sq, cfg.n_components, mask, weights=weights)
     ids = jnp.where(mask, state.arrival[slots], -1)
     return Embedding(slots, ids, mask, m.coords, m.weights, m.offset, m.eigvals, m.n_positive)
 
@@ -819,18 +819,46 @@ def build_update(cfg: _Cfg):
     return update
 
 
-def embedding(state: State, *, n_components: int, metric: Metric = None, align: bool = False) -> Embedding:
+def embedding(state: State, *, n_components: int, metric: Metric = None, align: bool = False,
+              weighted: bool = False) -> Embedding:
     """The landmark MDS of the current landmarks.
 
     With ``align=True`` the state's tracked (aligned) embedding is returned;
     otherwise it is computed from the landmarks (one eigendecomposition).
     `n_components`, `metric` and `align` must match the learner's.
+    ``weighted=True`` (not with ``align``; an option beyond the paper): each
+    landmark counts for the buffered points it stands for
+    (`landmark_weights`) in a weighted landmark MDS (`lmds_fit`), so that a
+    landmark on an outlier or a small cluster weighs what those points weigh.
     """
     if align:
+        if weighted:
+            raise ValueError("weighted=True computes a fresh embedding; it cannot be combined with align=True")
         return state.embedding
     cfg = _make_cfg(int(state.embedding.mask.shape[0]), state.points.shape[0], n_components, False, metric,
                     state.dist.shape[0] > 0)
-    return _fresh_embedding(state, cfg)
+    return _fresh_embedding(state, cfg, landmark_weights(state, metric=metric) if weighted else None)
+
+
+def landmark_weights(state: State, *, metric: Metric = None) -> Array:
+    """How many buffered points each landmark stands for: (n_L,) int32, by landmark position.
+
+    A buffered point counts for its nearest landmark (ties: the first
+    position; landmarks count themselves); empty positions get 0. O(n_L·N)
+    distance work. `metric` must match the learner's.
+    """
+    dist = _make_dist(metric)
+    slots, mask = _landmark_slots(state)
+    if state.dist.shape[0] > 0:
+        DL = state.dist[slots]
+    else:
+        DL = dist.dist(state.params, state.points[slots], state.points)
+    n_L = slots.shape[0]
+    DL = jnp.where(slots[:, None] == jnp.arange(state.points.shape[0])[None, :], 0.0, DL)
+    DL = jnp.where(mask[:, None] & state.valid[None, :], DL, jnp.inf)
+    own = _argmin(DL, axis=0)
+    hit = (own[None, :] == jnp.arange(n_L, dtype=jnp.int32)[:, None]) & state.valid[None, :]
+    return jnp.where(mask, jnp.sum(hit, axis=1, dtype=jnp.int32), 0)
 
 
 def _embed_points(state: State, emb: Embedding, x, cfg: _Cfg):
