@@ -14,15 +14,19 @@ Prints:
      over the stream for PACBO, and for PACBO and the Gap statistic (on the
      data seen so far) at t = 20, 40, ..., 200; saves a plot of k̂_t against k_t;
   3. speed with p=50, N=500 MCMC steps a round, history 256: one stream,
-     T=200 (compile time apart from steady state), and run_streams over 64 and
-     1024 streams (stream-rounds per second).
+     T=200 (compile time apart from steady state), and one run_streams call
+     over B = 1, 128, 1024 streams with 200 points already stored (stream-rounds
+     per second, µs a stream-round); 3b. with --baseline-src DIR, the same
+     batch runs on an older jaxstream (the issue-8 baseline: the code of
+     4c045f6, `git archive 4c045f6 jaxstream | tar -x -C DIR`) in a subprocess.
 
 R is the largest norm of each stream (what the R package recommends).
 
 Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
          [--skip-quality] [--skip-third] [--skip-equivariance] [--chains 1 4]
          [--skip-growing] [--skip-speed]
-         [--batches 64 1024] [--batch-rounds 20 5] [--gap-every 20]
+         [--batches 1 128 1024] [--batch-rounds 20 5 3] [--warm 200] [--gap-every 20]
+         [--baseline-src DIR]
 """
 import argparse
 import os
@@ -279,8 +283,7 @@ def growing(args, learner):
 
 def speed(args):
     """Speed with p=50, history 256 and the learner's default chain. Uses only the API common to
-    this and the issue-3 implementation, so the same function measures both (run it with
-    PYTHONPATH pointing at an old checkout)."""
+    this and the issue-3 implementation, so the same function measures both (`--baseline-src`)."""
     print(f"== 3. speed: p=50, N={args.n_steps} steps a round, history 256, on {jax.devices()[0].platform} "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores), jaxstream from "
           f"{os.path.dirname(js.__file__)}")
@@ -297,16 +300,40 @@ def speed(args):
     print(f"one stream, T=200: compile {comp:.1f}s; steady {steady:.2f}s "
           f"({steady / 200 * 1e3:.1f} ms a round); k̂_T={int(st.n_clusters)}; "
           f"mean acceptance {float(np.mean(info.acceptance_rate)):.3f}  [R package, N=100: ~230s]")
+    batch_speed(args, learner)
+
+
+def batch_speed(args, learner):
+    """Stream-rounds per second of one run_streams call over B four-group streams whose first
+    `--warm` points are the initial history (x_init), so each round scores proposals against a
+    filled history (what a long stream costs), then `--batch-rounds` rounds."""
+    W = args.warm
     for B, T in zip(args.batches, args.batch_rounds):
-        streams = np.stack([four_groups_stream(s, T)[0] for s in range(B)])
+        data = np.stack([four_groups_stream(s, W + T)[0] for s in range(B)])
+        radii = np.linalg.norm(data, axis=2).max(1)
         keys = jax.random.split(jax.random.key(2), B)
-        radii = np.full(B, R, np.float32)
-        states = js.init_streams(learner, keys, streams[:, :0], batched_params(learner, radii),
+        states = js.init_streams(learner, keys, data[:, :W], batched_params(learner, radii),
                                  params_batched=True)
-        runb = _streams_fn(learner, None)
-        _, first, steady = timed(runb, keys, streams, states, repeats=1)
-        print(f"run_streams B={B}, T={T}: first call (with compile) {first:.1f}s; steady {steady:.2f}s -> "
-              f"{B * T / steady:,.0f} stream-rounds/s")
+        runb = jax.jit(lambda k, x, s: js.run_streams(learner, k, x, s))
+        t = time.perf_counter()
+        compiled = runb.lower(keys, data[:, W:], states).compile()
+        comp = time.perf_counter() - t
+        (st, _), _, steady = timed(compiled, keys, data[:, W:], states, repeats=args.repeats)
+        ks = np.bincount(np.asarray(st.n_clusters))
+        print(f"run_streams B={B}, {W} points stored, T={T}: compile {comp:.1f}s; steady {steady:.2f}s -> "
+              f"{B * T / steady:,.0f} stream-rounds/s ({steady / (B * T) * 1e6:,.0f} us a stream-round); "
+              f"final k̂ counts {dict((k, int(c)) for k, c in enumerate(ks) if c)}", flush=True)
+
+
+def baseline_speed(args):
+    """The same `batch_speed` run on the code at `--baseline-src` (a subprocess, PYTHONPATH set)."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=args.baseline_src)
+    cmd = [sys.executable, os.path.abspath(__file__), "--only-batch-speed", "--n-steps", str(args.n_steps),
+           "--warm", str(args.warm), "--repeats", str(args.repeats),
+           "--batches", *map(str, args.batches), "--batch-rounds", *map(str, args.batch_rounds)]
+    print(f"== 3b. baseline: the same measurement on {args.baseline_src}", flush=True)
+    subprocess.run(cmd, env=env, check=True)
 
 
 def main(argv=None):
@@ -316,8 +343,14 @@ def main(argv=None):
     ap.add_argument("--n-steps", type=int, default=500)
     ap.add_argument("--gap-refs", type=int, default=10)
     ap.add_argument("--gap-every", type=int, default=20)
-    ap.add_argument("--batches", type=int, nargs="*", default=[64, 1024])
-    ap.add_argument("--batch-rounds", type=int, nargs="*", default=[20, 5])
+    ap.add_argument("--batches", type=int, nargs="*", default=[1, 128, 1024])
+    ap.add_argument("--batch-rounds", type=int, nargs="*", default=[20, 5, 3])
+    ap.add_argument("--warm", type=int, default=200, help="points stored before the timed rounds")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--baseline-src", default=None,
+                    help="directory holding an older jaxstream package (e.g. the pre-issue-8 code: "
+                         "git archive 4c045f6 jaxstream | tar -x -C DIR) to time with the same runs")
+    ap.add_argument("--only-batch-speed", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-growing", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
@@ -330,6 +363,10 @@ def main(argv=None):
         ap.error("--batch-rounds needs one value per --batches value")
     print(f"jax {jax.__version__}, {jax.devices()}, python {sys.version.split()[0]}")
     learner = js.pacbo(50, 256, args.n_steps)
+    if args.only_batch_speed:
+        print(f"jaxstream from {os.path.dirname(js.__file__)}")
+        batch_speed(args, learner)
+        return
     if not args.skip_quality:
         quality(args, learner)
     if not args.skip_third:
@@ -342,6 +379,8 @@ def main(argv=None):
         growing(args, learner)
     if not args.skip_speed:
         speed(args)
+        if args.baseline_src:
+            baseline_speed(args)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,17 @@ the chain then samples the ordered-tuple target exactly (tested against
 quadrature), at a cost in p! that only small p can afford.
 
 Because proposals do not depend on the state, all N proposals of a chain are
-drawn up front and their log targets computed in one batched call
+drawn before the chain runs and their log targets computed as one batch
 (``logdensity_fn(centers (N, p, d), k (N,)) -> (N,)``); the chain itself is
 then a `lax.scan` over N scalars. Several chains (``n_chains``) are a leading
-axis of the same batch.
+axis of the same batch. With a target that can be evaluated one block of
+centre slots at a time (`quasi_posterior.LogTarget`), the batch is never
+materialised as (N, p, d): each proposal's draws are a counter-mode function
+of (block, proposal index) (`_rng`), so `sample_chain` draws and scores
+`PROPOSAL_BLOCK` slots of `PROPOSAL_CHUNK` proposals at a time (up to the
+largest k drawn) and, after the scan, draws again only the blocks it needs
+for the final state and the path mean. The proposals are the same as
+`sample_proposals`' (tested).
 
 Shape (BlackJAX style): `ChainState`, `ChainInfo`, `init`,
 `build_kernel` (one step), `sample_chain` (N steps, batched), and

@@ -24,8 +24,9 @@ with one short reversible-jump chain per round. A round:
    ``s_j = exp(log_scale) / √(2·λ_t·n_j)`` (n_j the points of cluster j: the
    spread of the quasi-posterior of c_j when its points are fixed);
 5. runs ``n_chains`` independence MH chains of ``n_steps`` steps from
-   (k̂, ĉ_t) (`jaxstream.clustering.kernel`): all proposals' energies in one
-   batched call, then a scan over scalars. Each round's chain is exactly
+   (k̂, ĉ_t) (`jaxstream.clustering.kernel`): the proposals' energies as one batch
+   (drawn and scored 4 centre slots × 20 proposals at a time: nothing of size
+   (N, p, d) or (N, H) is stored), then a scan over scalars. Each round's chain is exactly
    reversible for the round's target restricted to k ∈ {k̂−1, k̂, k̂+1}; k̂
    can move by one per round;
 6. keeps an estimate: k̂_{t+1} is the chain's final k and, with
