@@ -15,6 +15,20 @@ Speed: one stream T=500/5000 (compile apart from steady state), the round's
 FLOPs and bytes from XLA's cost analysis, run_streams for B=1 and B=128 in
 the same run (stream-updates/s).
 
+Measured 2026-11-23 (code ab3c033, 2-core CPU shared with other jobs, load
+average 2-7, so speed figures are noisy upper bounds):
+  * cubic T=500: 8.51 (3.36), segments 7-9; Table 2: 7.14 (2.30) (target
+    6.8 not reached); helix: 5.11 = 2.64× truth; seismic: R² 0.9974 (min
+    0.9961), 12-16 segments, but chords across empty ocean remain in the
+    picture on 4 of 5 keys (110-115 deg of curve > 3 deg from every event
+    on two keys); scale sweep: loss/a² 10.21-10.34, segments 8-9.
+  * speed: one stream T=5000 steady 2.2-2.8 s (448-561 us/round; goal
+    0.4 s); 3.9 MFLOP and 4.4 MB accessed per round. run_streams pinned to
+    one core, T=220: B=1 247-582 us per stream-round, B=128 626 us (goal:
+    B=128 ≥ 4× B=1 per stream-update; not reached). At B=128 the round's
+    (V−1)×(H+1) temporaries (~26 MB per array) leave the cache: the round is
+    memory-bound, see the closing note of issue 7.
+
 Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png]
 """
 import argparse
