@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream
-from jaxstream.clustering import _rng
+from jaxstream import _rng
 from jaxstream.clustering import kernel as K
 from jaxstream.clustering import lloyd as L
 from jaxstream.clustering import pacbo as P

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-from . import _rng
+from .. import _rng
 
 
 Array = jax.Array

@@ -50,6 +50,7 @@ from jax import lax
 from .. import geometry
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner
+from .._rng import key_words, threefry2x32 as _threefry2x32
 from . import candidates as cand
 from .candidates import MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_REVERSE, MOVE_SHIFT, n_candidates  # noqa: F401
 from .objective import (Constants, Params, default_params, learning_rate, noise_price, penalty,  # noqa: F401
@@ -322,39 +323,13 @@ class _Draws(NamedTuple):
     z_rev: Array  # (2, V−1) Exp(1) for the end reversals
 
 
-_THREEFRY_ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _threefry2x32(k0, k1, x0, x1):
-    """Threefry-2x32 (20 rounds, Salmon et al. 2011), written out.
-
-    The same hash as `jax.random`'s, which on CPU lowers it as a rolled
-    5-trip while loop: one loop per call costs more than the rest of the
-    round's elementwise work (~100 µs). Unrolled, it is one fused kernel.
-    """
-    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for i in range(5):
-        for r in _THREEFRY_ROT[i % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r))
-            x1 = x0 ^ x1
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
-    return x0, x1
-
-
 def _uniform(key, n: int, dt):
     """n uniforms in [tiny, 1) from `key` by counter-mode Threefry-2x32.
 
     Accepts typed keys of any implementation (their key data, folded to two
     words) and raw uint32 keys.
     """
-    kd = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    kd = kd.reshape(-1).astype(jnp.uint32)
-    k0, k1 = kd[0], kd[1]
-    for i in range(2, kd.shape[0]):
-        k0, k1 = (k1, k0 ^ kd[i]) if i % 2 else (k0 ^ kd[i], k1)
+    k0, k1 = key_words(key)
     if jnp.dtype(dt) == jnp.float64:  # 53 bits from the two words of one counter
         c = jnp.arange(n, dtype=jnp.uint32)
         b0, b1 = _threefry2x32(k0, k1, c, jnp.zeros_like(c))

@@ -1,15 +1,13 @@
-"""Counter-mode random numbers for the chain: uniforms and normals from an unrolled Threefry-2x32.
+"""Counter-mode random numbers from an unrolled Threefry-2x32 (shared by slpc and PACBO).
 
-`jax.random` lowers Threefry on CPU as a rolled loop, and its normals go through
-erf⁻¹: a chain's 4,000 normals per block of slots cost about 190 µs a stream
-there, more than scoring the block. Written out, the hash is one fused
+`jax.random` lowers Threefry on CPU as a rolled loop that does not fuse with
+the elementwise work around it, and its normals go through erf⁻¹: a PACBO chain's 4,000 normals
+per block of slots cost about 190 µs a stream there, more than scoring the
+block. Written out, the hash is one fused
 elementwise kernel; normals come from Box–Muller (two per hash). Every draw
 is a pure function of (key, counter), so any block of a chain's proposals can
 be drawn again later without being stored. Uniforms have 24 random bits and
 lie in (0, 1) (never 0 or 1), in the requested dtype.
-
-(The hash is the one `jaxstream.curves` writes out for slpc; a shared module
-for both would be better.)
 """
 from __future__ import annotations
 
@@ -21,10 +19,10 @@ import jax.numpy as jnp
 Array = jax.Array
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
 
-__all__ = ["key_words", "derive", "uniforms", "normals"]
+__all__ = ["threefry2x32", "key_words", "derive", "uniforms", "normals"]
 
 
-def _threefry2x32(k0, k1, x0, x1):
+def threefry2x32(k0, k1, x0, x1):
     """Threefry-2x32, 20 rounds (Salmon et al. 2011; the hash of `jax.random`), unrolled."""
     ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
     x0, x1 = x0 + ks[0], x1 + ks[1]
@@ -51,13 +49,13 @@ def key_words(key) -> tuple[Array, Array]:
 def derive(words, j) -> tuple[Array, Array]:
     """The words of an independent stream j (the hash of counter j under `words`)."""
     j = jnp.asarray(j, jnp.uint32)
-    return _threefry2x32(words[0], words[1], j, jnp.uint32(0x9E3779B9))
+    return threefry2x32(words[0], words[1], j, jnp.uint32(0x9E3779B9))
 
 
 def _pairs(words, start, n_pairs: int, dtype):
     """Two arrays of n_pairs uniforms in (0, 1) from counters start … start + n_pairs − 1."""
     c = jnp.asarray(start, jnp.uint32) + jnp.arange(n_pairs, dtype=jnp.uint32)
-    b0, b1 = _threefry2x32(words[0], words[1], c, jnp.zeros_like(c))
+    b0, b1 = threefry2x32(words[0], words[1], c, jnp.zeros_like(c))
     to_u = lambda b: ((b >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
     return to_u(b0), to_u(b1)
 
