@@ -331,11 +331,7 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
         return _sample_chain_blocked(k_prop, k_u, state, logdensity_fn, family, n_steps, df, path_mean)
     c, k, lg, u = sample_proposals(k_prop, family, n_steps, df, symmetrize)
     ld = logdensity_fn(c, k)
-    w = _weight(ld, lg)
-    log_u = jnp.log(_rng.uniforms(_rng.key_words(k_u), (n_steps,), w.dtype))
-    last, idx, acc, prob = _accept_scan(log_u, w, state.log_weight)
-    pick = jnp.maximum(last, 0)
-    moved = last >= 0
+    w, idx, acc, prob, pick, moved = _accept(k_u, ld, lg, state)
     final = ChainState(jnp.where(moved, c[pick], state.centers), jnp.where(moved, k[pick], state.n_clusters),
                        jnp.where(moved, ld[pick], state.logdensity),
                        jnp.where(moved, w[pick], state.log_weight))
@@ -387,11 +383,7 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
     _, (ld, lg) = lax.scan(chunk, None, jnp.arange(n_chunks))
     ld, lg = ld.reshape(-1)[:n], lg.reshape(-1)[:n]
     r, k, u, f = r[:n], k[:n], u[:n], f[:n]
-    w = _weight(ld, lg)
-    log_u = jnp.log(_rng.uniforms(_rng.key_words(k_u), (n,), w.dtype))
-    last, idx, acc, prob = _accept_scan(log_u, w, state.log_weight)
-    pick = jnp.maximum(last, 0)
-    moved = last >= 0
+    w, idx, acc, prob, pick, moved = _accept(k_u, ld, lg, state)
     k_final = jnp.where(moved, k[pick], state.n_clusters)
     wts, w0 = _path_weights(state, k, acc, k_final)
 
@@ -414,6 +406,20 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
     if not path_mean:
         return final, info
     return final, info, _weighted_mean(wts, w0, c_sum[:p], state.centers)
+
+
+def _accept(k_u, ld: Array, lg: Array, state: ChainState):
+    """The independence sampler's accept/reject over the n scored proposals.
+
+    Returns ``(w, idx, acc, prob, pick, moved)``: the proposals' log weights
+    (n,), the index of the state held after each step (−1: the start state),
+    accepted and acceptance-probability arrays (n,), the proposal the chain
+    ends on (clipped to 0 when none was accepted) and whether it moved.
+    """
+    w = _weight(ld, lg)
+    log_u = jnp.log(_rng.uniforms(_rng.key_words(k_u), ld.shape, w.dtype))
+    last, idx, acc, prob = _accept_scan(log_u, w, state.log_weight)
+    return w, idx, acc, prob, jnp.maximum(last, 0), last >= 0
 
 
 def _path_weights(state: ChainState, k: Array, acc: Array, k_final):
