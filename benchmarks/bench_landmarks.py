@@ -581,6 +581,26 @@ def overhead(N=1500, repeats=5):
               f"ratio {a / b:5.2f}", flush=True)
 
 
+def _time_one_and_batch(one, one_args, many, many_args, repeats: int, inner: int):
+    """Best-of times (s) of one stream and of the batch, interleaved so that both see the same load.
+
+    Each repeat times `one` `inner` times and `many` once; both are compiled
+    (called once) first.
+    """
+    jax.block_until_ready(one(*one_args))
+    jax.block_until_ready(many(*many_args))
+    t1 = tb = np.inf
+    for _ in range(repeats):
+        for _ in range(inner):
+            t0 = time.perf_counter()
+            jax.block_until_ready(one(*one_args))
+            t1 = min(t1, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        jax.block_until_ready(many(*many_args))
+        tb = min(tb, time.perf_counter() - t0)
+    return t1, tb
+
+
 def batches(B=64, T=400, n_L=20, N=200, repeats=7):
     """B streams against one, per stream-update, with case 3, eigh and alignment on every stream.
 
@@ -601,17 +621,7 @@ def batches(B=64, T=400, n_L=20, N=200, repeats=7):
         keys = jax.random.split(jax.random.key(0), B)
         st = jaxstream.init_streams(lrn, keys, Xs[:, :1])
         s1 = lrn.init(keys[0], Xs[0, :1])
-        t1 = tb = np.inf
-        jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
-        jax.block_until_ready(many(keys, Xs[:, 1:], st))
-        for _ in range(repeats):
-            for _ in range(8):
-                t0 = time.perf_counter()
-                jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
-                t1 = min(t1, time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            jax.block_until_ready(many(keys, Xs[:, 1:], st))
-            tb = min(tb, time.perf_counter() - t0)
+        t1, tb = _time_one_and_batch(one, (keys[0], Xs[0, 1:], s1), many, (keys, Xs[:, 1:], st), repeats, 8)
         info = jax.jit(jax.vmap(lambda k, x, s: jaxstream.run_stream(lrn, k, x, s, trace="info")[1]))(
             keys, Xs[:, 1:], st)
         cases = np.asarray(info.case)
@@ -656,17 +666,8 @@ def options_batches(B=128, T=400, n_L=20, rules=((0, 0.0), (4, 0.0), (0, 0.5), (
         params = LM.default_params(min_support=m, density_shift=c)
         st = jax.vmap(lambda k, x: lrn.init(k, x, params))(keys, Xs[:, :1])
         s1 = lrn.init(keys[0], Xs[0, :1], params)
-        t1 = tb = np.inf
-        jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
         cases = np.asarray(many(keys, Xs[:, 1:], st))
-        for _ in range(repeats):
-            for _ in range(4):
-                t0 = time.perf_counter()
-                jax.block_until_ready(one(keys[0], Xs[0, 1:], s1))
-                t1 = min(t1, time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            jax.block_until_ready(many(keys, Xs[:, 1:], st))
-            tb = min(tb, time.perf_counter() - t0)
+        t1, tb = _time_one_and_batch(one, (keys[0], Xs[0, 1:], s1), many, (keys, Xs[:, 1:], st), repeats, 4)
         print(f"  m={m} c={c:.1f}: one stream {t1 / T * 1e6:7.1f}   B={B}: {tb / (B * T) * 1e6:7.1f} per "
               f"stream-update  ratio {tb / B / t1:5.2f}   case 3 on {(cases == 3).mean():.0%} of a stream's steps, "
               f"{(cases == 3).any(0).mean():.0%} of steps for some stream (load {os.getloadavg()[0]:.1f})",
