@@ -293,8 +293,9 @@ def _robust_runner(n_L, n):
     return lrn, jax.jit(lambda k, x, s: jaxstream.run_streams(lrn, k, x, s, trace=None))
 
 
-def _final_sigmas(X, n_L, rules, sigma):
-    """σ of the final landmarks of one vmapped run per rule (min_support m, density_shift c) (buffer = n)."""
+def _run_rules(X, n_L, rules):
+    """Final states (leading axis: rule) of one vmapped run of X per rule (min_support m, density_shift c),
+    buffer = n."""
     lrn, run = _robust_runner(n_L, len(X))
     B = len(rules)
     grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), lrn.params)
@@ -302,7 +303,13 @@ def _final_sigmas(X, n_L, rules, sigma):
                          density_shift=jnp.array([c for _, c in rules], grid.density_shift.dtype))
     keys = jax.random.split(jax.random.key(0), B)
     st = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
-    fin, _ = run(keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)
+    return run(keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)[0]
+
+
+def _final_sigmas(X, n_L, rules, sigma):
+    """σ of the final landmarks of one vmapped run per rule (min_support m, density_shift c) (buffer = n)."""
+    fin = _run_rules(X, n_L, rules)
+    B = len(rules)
     return [float(sigma(jnp.asarray(LM.landmarks(jax.tree_util.tree_map(lambda a: a[b], fin))[1])))
             for b in range(B)]
 
@@ -383,14 +390,8 @@ def robust_weighted(rules=((0, 0.0), (4, 0.5)), n_Ls=(10, 20, 100), n_seeds=8, n
                     jax.random.split(jax.random.key(100 + seed), n_draws))
                 r = np.asarray(jax.lax.map(lambda i: sigma_w(i, jnp.ones(n_L)), idx))
                 rw = np.asarray(jax.lax.map(lambda i: sigma_w(i, cells(i)), idx))
-                lrn, run = _robust_runner(n_L, n)
+                fin = _run_rules(X, n_L, rules)
                 B = len(rules)
-                grid = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), lrn.params)
-                grid = grid._replace(min_support=jnp.array([m for m, _ in rules], jnp.int32),
-                                     density_shift=jnp.array([c for _, c in rules], grid.density_shift.dtype))
-                keys = jax.random.split(jax.random.key(0), B)
-                st = jaxstream.init_streams(lrn, keys, X[:1], grid, params_batched=True, x_init_batched=False)
-                fin, _ = run(keys, np.broadcast_to(X[1:], (B,) + X[1:].shape), st)
                 row = []
                 for b in range(B):
                     sb = jax.tree_util.tree_map(lambda a: a[b], fin)
