@@ -227,6 +227,13 @@ def test_weighted_lmds_equals_lmds_of_repeated_landmarks():
         chex.assert_trees_all_close(LM.lmds_fit(sqL, 2, weights=np.where(mask, w, 0)),
                                     LM.lmds_fit(sqL, 2, mask=mask, weights=w), atol=1e-12)
         assert np.abs(_pairwise(Yw) - _pairwise(np.asarray(LM.lmds_transform(m0, sqX)))).max() > 0.1
+    for bad in (np.ones(5), np.ones((6, 1))):
+        with pytest.raises(ValueError, match="shape"):
+            LM.lmds_fit(euclid(L) ** 2, 2, weights=bad)
+    with enable_x64():  # the documented policy: a negative or NaN weight drops the landmark, like weight 0
+        for v in (-1.0, np.nan):
+            chex.assert_trees_all_close(LM.lmds_fit(sqL, 2, weights=np.where(mask, w, v)),
+                                        LM.lmds_fit(sqL, 2, weights=np.where(mask, w, 0)), atol=1e-12)
 
 
 def test_landmark_weights_counts_nearest_landmarks_vs_numpy():

@@ -69,7 +69,9 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
       rtol: eigenvalues <= ``rtol · max|λ|`` count as non-positive; default
         ``10 · n · machine epsilon``.
       weights: optional (n,) non-negative landmark weights; a landmark of
-        weight 0 is ignored like a masked one. None: the classical landmark
+        weight 0 is ignored like a masked one, and so is a negative or NaN
+        weight (the function is traceable, so values are not checked; a
+        wrong shape raises ValueError). None: the classical landmark
         MDS (all-one weights give it up to rounding).
 
     Returns:
@@ -86,6 +88,8 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
         raise ValueError(f"n_components must be in [1, n_landmarks={n}]; got {k}")
     mask = jnp.ones((n,), bool) if mask is None else jnp.asarray(mask, bool)
     if weights is not None:
+        if jnp.shape(weights) != (n,):
+            raise ValueError(f"weights must have shape ({n},) (one per landmark); got {tuple(jnp.shape(weights))}")
         weights = jnp.asarray(weights, sq.dtype)
         mask = mask & (weights > 0)
     w = mask.astype(sq.dtype)
