@@ -251,8 +251,72 @@ def test_landmark_weights_counts_nearest_landmarks_vs_numpy():
     e = LM.embedding(s, n_components=2, weighted=True)
     chex.assert_trees_all_close(e.coords, LM.lmds_fit(euclid(P[slots[mask]]) ** 2, 2, weights=want).coords,
                                 atol=1e-4)
-    with pytest.raises(ValueError, match="align"):
-        LM.embedding(s, n_components=2, align=True, weighted=True)
+    # coincident landmarks (as density_shift can make): each copy counts itself, uncached and cached
+    a, b = slots[0], int(np.flatnonzero(valid & ~np.asarray(s.is_landmark))[0])
+    pts = s.points.at[b].set(s.points[a])
+    d = s._replace(points=pts, is_landmark=s.is_landmark.at[slots[1]].set(False).at[b].set(True),
+                   landmark_slots=s.landmark_slots.at[1].set(b))
+    Pd = np.asarray(pts, np.float64)
+    Dd = np.where(valid[:, None] & valid[None], euclid(Pd), np.inf)
+    ls = np.asarray(d.landmark_slots)
+    own = np.argmin(Dd[ls], axis=0)  # first position on ties...
+    own[ls] = np.arange(len(ls))     # ...but every landmark owns its own slot
+    want_d = np.bincount(own[valid], minlength=len(ls))
+    assert want_d[0] >= 1 and want_d[1] >= 1  # the second copy is not left with weight 0
+    for dd in (d, d._replace(dist=jnp.asarray(np.where(np.isfinite(Dd), Dd, 0.0), jnp.float32))):
+        np.testing.assert_array_equal(np.asarray(LM.landmark_weights(dd)), want_d)
+        e = LM.embedding(dd, n_components=2, weighted=True)
+        assert bool(e.mask.all())
+        np.testing.assert_allclose(np.asarray(e.coords[0]), np.asarray(e.coords[1]), atol=1e-4)  # coincide
+
+
+def _ref_weights(P, valid, ls):
+    """NumPy nearest-landmark counts (ties: first position; a landmark owns its own slot)."""
+    D = np.where(valid[:, None] & valid[None], euclid(P), np.inf)
+    own = np.argmin(D[ls], axis=0)
+    own[ls] = np.arange(len(ls))
+    return np.bincount(own[valid], minlength=len(ls))
+
+
+def test_weighted_learner_predict_info_y_and_align_vs_repeated_landmarks():
+    """landmark_mds(weighted=True): the tracked (aligned) embedding, refreshed at each change of the
+    landmark set, is an isometry of the plain landmark MDS (NumPy) of the landmarks repeated w_i times, w
+    the NumPy nearest-landmark counts of that moment; Info.y of every arrival equals predict; an untracked
+    weighted learner's predict equals the repeated-landmark reference (up to sign); power: the weighted
+    and plain embeddings differ."""
+    X = clustered_stream(27, 41, d=3)  # in 3-D: weighting changes a 2-D MDS
+    with enable_x64():
+        lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True, weighted=True)
+        assert lrn.config["weighted"] is True
+        step, predict = jax.jit(lrn.update), jax.jit(lrn.predict)
+        s = lrn.init(jax.random.key(0), X[:1])
+        n_checked = 0
+        for t in range(1, 41):
+            s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
+            np.testing.assert_allclose(np.asarray(info.y), np.asarray(predict(s, X[t])), atol=1e-9)
+            if int(info.n_landmarks) == 5 and (bool(info.replaced) or int(info.case) == 2):
+                P, valid = np.asarray(s.points), np.asarray(s.valid)
+                ls = np.asarray(s.landmark_slots)
+                w = _ref_weights(P, valid, ls)
+                _, C = ref_lmds(np.repeat(P[ls], w, axis=0), P[:1], 2)
+                first = np.cumsum(w) - w  # the first copy of each landmark
+                emb = s.embedding
+                np.testing.assert_array_equal(np.asarray(emb.slots), ls)
+                np.testing.assert_allclose(_pairwise(emb.coords), _pairwise(C[first]), atol=1e-9)
+                n_checked += 1
+        assert n_checked >= 3
+        plain = LM.landmark_mds(5, n_components=2, buffer_size=20, weighted=True)
+        Y = np.asarray(jax.jit(plain.predict)(s, X))
+        P, valid, ls = np.asarray(s.points), np.asarray(s.valid), np.asarray(s.landmark_slots)
+        w = _ref_weights(P, valid, ls)
+        Yr, _ = ref_lmds(np.repeat(P[ls], w, axis=0), X, 2)
+        np.testing.assert_allclose(Y * np.sign((Y * Yr).sum(0)), Yr, atol=1e-8)
+        Yp, _ = ref_lmds(P[ls], X, 2)
+        assert len(set(w.tolist())) > 1 and np.abs(_pairwise(Yp) - _pairwise(Yr)).max() > 0.1
+        e = LM.embedding(s, n_components=2, align=True, weighted=True)  # the tracked one
+        chex.assert_trees_all_close(e, s.embedding)
+    m = jaxstream.LandmarkMDS(5, n_components=2, buffer_size=20, weighted=True)
+    assert m.learner.config["weighted"] is True and m._cfg.weighted
 
 
 def test_stress_vs_loop_reference():

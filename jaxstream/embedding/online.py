@@ -257,6 +257,7 @@ class _Cfg(NamedTuple):
     cache: bool
     dist: _Dist
     track: bool = False  # keep the embedding in the state (align or embed_arrivals)
+    weighted: bool = False  # weighted landmark MDS (each landmark weighs the points it stands for)
 
 
 def default_params(eps0: float = 0.0, distances=None, min_support: int = 0,
@@ -323,14 +324,16 @@ def _landmark_slots(state: State):
     return jnp.where(mask, state.landmark_slots, 0), mask
 
 
-def _fresh_embedding(state: State, cfg: _Cfg, weights=None) -> Embedding:
-    """Landmark MDS of the current landmarks (no alignment; optionally weighted, see `lmds_fit`)."""
+def _fresh_embedding(state: State, cfg: _Cfg) -> Embedding:
+    """Landmark MDS of the current landmarks (no alignment); weighted by `_landmark_weights` when
+    ``cfg.weighted`` (see `lmds_fit`)."""
     slots, mask = _landmark_slots(state)
     if cfg.cache:
         sq = state.dist[slots][:, slots] ** 2
     else:
         P = state.points[slots]
         sq = cfg.dist.sqdist(state.params, P, P)
+    weights = _landmark_weights(state, cfg.dist) if cfg.weighted else None
     m = lmds_fit(sq, cfg.n_components, mask, weights=weights)
     ids = jnp.where(mask, state.arrival[slots], -1)
     return Embedding(slots, ids, mask, m.coords, m.weights, m.offset, m.eigvals, m.n_positive)
@@ -825,39 +828,46 @@ def embedding(state: State, *, n_components: int, metric: Metric = None, align: 
 
     With ``align=True`` the state's tracked (aligned) embedding is returned;
     otherwise it is computed from the landmarks (one eigendecomposition).
-    `n_components`, `metric` and `align` must match the learner's.
-    ``weighted=True`` (not with ``align``; an option beyond the paper): each
-    landmark counts for the buffered points it stands for
-    (`landmark_weights`) in a weighted landmark MDS (`lmds_fit`), so that a
-    landmark on an outlier or a small cluster weighs what those points weigh.
+    ``weighted=True`` (an option beyond the paper): each landmark counts for
+    the buffered points it stands for (`landmark_weights`) in a weighted
+    landmark MDS (`lmds_fit`), so that a landmark on an outlier or a small
+    cluster weighs what those points weigh. `n_components`, `metric`,
+    `align` and `weighted` must match the learner's (the tracked embedding
+    of a learner built with ``weighted=True`` is the weighted one).
     """
     if align:
-        if weighted:
-            raise ValueError("weighted=True computes a fresh embedding; it cannot be combined with align=True")
         return state.embedding
     cfg = _make_cfg(int(state.embedding.mask.shape[0]), state.points.shape[0], n_components, False, metric,
-                    state.dist.shape[0] > 0)
-    return _fresh_embedding(state, cfg, landmark_weights(state, metric=metric) if weighted else None)
+                    state.dist.shape[0] > 0, weighted=weighted)
+    return _fresh_embedding(state, cfg)
 
 
 def landmark_weights(state: State, *, metric: Metric = None) -> Array:
     """How many buffered points each landmark stands for: (n_L,) int32, by landmark position.
 
     A buffered point counts for its nearest landmark (ties: the first
-    position; landmarks count themselves); empty positions get 0. O(n_L·N)
-    distance work. `metric` must match the learner's.
+    position), except that every landmark counts itself, so a landmark
+    that coincides with another (possible under ``density_shift`` or a
+    precomputed metric with zero off-diagonal distances) keeps weight >= 1;
+    empty positions get 0. O(n_L·N) distance work. `metric` must match the
+    learner's.
     """
-    dist = _make_dist(metric)
+    return _landmark_weights(state, _make_dist(metric))
+
+
+def _landmark_weights(state: State, dist) -> Array:
     slots, mask = _landmark_slots(state)
     if state.dist.shape[0] > 0:
         DL = state.dist[slots]
     else:
         DL = dist.dist(state.params, state.points[slots], state.points)
-    n_L = slots.shape[0]
-    DL = jnp.where(slots[:, None] == jnp.arange(state.points.shape[0])[None, :], 0.0, DL)
+    n_L, N = slots.shape[0], state.points.shape[0]
     DL = jnp.where(mask[:, None] & state.valid[None, :], DL, jnp.inf)
     own = _argmin(DL, axis=0)
-    hit = (own[None, :] == jnp.arange(n_L, dtype=jnp.int32)[:, None]) & state.valid[None, :]
+    # a landmark's own slot is its own (a tie at distance 0 with a coincident landmark would give it to the
+    # first position, leaving the other copy with weight 0: dropped from the weighted MDS)
+    own = own.at[jnp.where(mask, slots, N)].set(jnp.arange(n_L, dtype=own.dtype), mode="drop")
+    hit = (own[None, :] == jnp.arange(n_L, dtype=own.dtype)[:, None]) & state.valid[None, :]
     return jnp.where(mask, jnp.sum(hit, axis=1, dtype=jnp.int32), 0)
 
 
@@ -875,6 +885,7 @@ def predict(state: State, x, *, cfg: _Cfg):
     With ``align=True`` the tracked embedding is used (aligned by orthogonal
     Procrustes to the previous one each time the landmarks changed), so
     consecutive predictions do not flip; otherwise it is computed afresh.
+    With ``weighted=True`` the embedding is the weighted landmark MDS.
     Dimensions beyond ``embedding.n_positive`` are zero.
     """
     emb = state.embedding if cfg.track else _fresh_embedding(state, cfg)
@@ -915,7 +926,7 @@ def default_buffer_size(max_landmarks: int) -> int:
 
 
 def _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
-              embed_arrivals=False) -> _Cfg:
+              embed_arrivals=False, weighted=False) -> _Cfg:
     n_L = check_capacity(max_landmarks, "max_landmarks", 1)
     N = check_capacity(default_buffer_size(n_L) if buffer_size is None else buffer_size, "buffer_size", n_L + 1)
     if N > 40000:
@@ -925,13 +936,13 @@ def _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_dis
     cache = dist.callable_metric if cache_distances is None else bool(cache_distances)
     if dist.precomputed:
         cache = False  # a lookup is as cheap as the cache
-    return _Cfg(n_L, N, k, bool(align), cache, dist, bool(align) or bool(embed_arrivals))
+    return _Cfg(n_L, N, k, bool(align), cache, dist, bool(align) or bool(embed_arrivals), bool(weighted))
 
 
 def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
-                 min_support: int = 0, density_shift: float = 0.0) -> StreamLearner:
+                 min_support: int = 0, density_shift: float = 0.0, weighted: bool = False) -> StreamLearner:
     """Online landmark replacement with landmark MDS, as a `StreamLearner`.
 
     Args:
@@ -968,13 +979,21 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
         rule): see `Params.min_support`.
       density_shift: noise-robust admission (numeric param; 0 = the
         paper's rule): see `Params.density_shift`.
+      weighted: a weighted landmark MDS (static; an option beyond the
+        paper): each landmark weighs the buffered points it stands for
+        (`landmark_weights`, see `lmds_fit`) in `predict`, in the tracked
+        embedding (``align`` / ``embed_arrivals``) and so in ``Info.y``. The
+        tracked embedding is refreshed when the landmark set changes, with
+        the weights of that moment (they are not updated between changes);
+        each refresh adds O(n_L·N) distance work (uncached) for the weights.
 
     Returns:
       ``StreamLearner(init, update, predict, loss, params, config)``; ``predict``
       returns embeddings (k,) or (m, k), ``loss`` the squared distance to the
       nearest landmark.
     """
-    cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances, embed_arrivals)
+    cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances, embed_arrivals,
+                    weighted)
     if cfg.n_components >= cfg.max_landmarks:
         raise ValueError(f"n_components={cfg.n_components} must be smaller than max_landmarks="
                          f"{cfg.max_landmarks} (n landmarks give at most n - 1 MDS dimensions)")
@@ -990,7 +1009,7 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
     update, predict_, loss_ = _kernels(cfg)
     config = dict(learner="landmark_mds", max_landmarks=cfg.max_landmarks, n_components=cfg.n_components,
                   buffer_size=cfg.buffer_size, metric=metric_kind(metric), align=cfg.align,
-                  cache_distances=cfg.cache, embed_arrivals=bool(embed_arrivals))
+                  cache_distances=cfg.cache, embed_arrivals=bool(embed_arrivals), weighted=cfg.weighted)
     return StreamLearner(_init, update, predict_, loss_, defaults, config)
 
 

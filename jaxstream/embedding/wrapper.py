@@ -48,7 +48,7 @@ class LandmarkMDS:
     def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
-                 min_support: int = 0, density_shift: float = 0.0, seed: int = 0,
+                 min_support: int = 0, density_shift: float = 0.0, weighted: bool = False, seed: int = 0,
                  reembed_every: Optional[int] = None):
         if reembed_every is not None:
             if isinstance(reembed_every, bool) or not isinstance(reembed_every, (int, np.integer)) \
@@ -61,9 +61,9 @@ class LandmarkMDS:
         self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
                                     metric=metric, distances=distances, align=align,
                                     cache_distances=cache_distances, eps0=eps0, embed_arrivals=embed_arrivals,
-                                    min_support=min_support, density_shift=density_shift)
+                                    min_support=min_support, density_shift=density_shift, weighted=weighted)
         self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
-                              embed_arrivals)
+                              embed_arrivals, weighted)
         self.n_components = n_components
         self._key = jax.random.key(seed)
         self.state: Optional[State] = None
