@@ -240,7 +240,9 @@ def test_landmark_weights_counts_nearest_landmarks_vs_numpy():
     X = stream41(26)
     lrn = lrn5()
     s, _ = runner(lrn)(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
-    w = np.asarray(LM.landmark_weights(s))
+    weights = jax.jit(LM.landmark_weights)  # jitted: op by op, these small functions cost seconds
+    wembed = jax.jit(lambda st: LM.embedding(st, n_components=2, weighted=True))
+    w = np.asarray(weights(s))
     slots, mask = np.asarray(s.landmark_slots), np.asarray(s.landmark_slots) >= 0
     valid = np.asarray(s.valid)
     P = np.asarray(s.points, np.float64)
@@ -248,7 +250,7 @@ def test_landmark_weights_counts_nearest_landmarks_vs_numpy():
     want = np.bincount(np.argmin(d, 1), minlength=mask.sum())
     np.testing.assert_array_equal(w[mask], want)
     assert w.sum() == valid.sum() and len(set(want.tolist())) > 1
-    e = LM.embedding(s, n_components=2, weighted=True)
+    e = wembed(s)
     chex.assert_trees_all_close(e.coords, LM.lmds_fit(euclid(P[slots[mask]]) ** 2, 2, weights=want).coords,
                                 atol=1e-4)
     # coincident landmarks (as density_shift can make): each copy counts itself, uncached and cached
@@ -264,8 +266,8 @@ def test_landmark_weights_counts_nearest_landmarks_vs_numpy():
     want_d = np.bincount(own[valid], minlength=len(ls))
     assert want_d[0] >= 1 and want_d[1] >= 1  # the second copy is not left with weight 0
     for dd in (d, d._replace(dist=jnp.asarray(np.where(np.isfinite(Dd), Dd, 0.0), jnp.float32))):
-        np.testing.assert_array_equal(np.asarray(LM.landmark_weights(dd)), want_d)
-        e = LM.embedding(dd, n_components=2, weighted=True)
+        np.testing.assert_array_equal(np.asarray(weights(dd)), want_d)
+        e = wembed(dd)
         assert bool(e.mask.all())
         np.testing.assert_allclose(np.asarray(e.coords[0]), np.asarray(e.coords[1]), atol=1e-4)  # coincide
 
@@ -398,13 +400,30 @@ def _run_compare(X, n_L, N, learner, items, eps0=0.0, exact=True):
     return state, cases
 
 
-@pytest.mark.parametrize("seed,n_L,N", [(0, 4, 200), (1, 6, 200), (2, 5, 12), (3, 3, 8)])
+# (n_L, N) = (4, 60), (2, 50), (4, 30): the compiled runs of the replays below; (3, 8): a buffer of n_L + 5
+@pytest.mark.parametrize("seed,n_L,N", [(0, 4, 60), (1, 2, 50), (2, 4, 30), (3, 3, 8)])
 def test_online_vs_reference_precomputed(seed, n_L, N):
-    X = clustered_stream(seed, 70)
-    with enable_x64():
-        D = euclid(X)
-        lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, metric="precomputed", distances=D)
-        _, cases = _run_compare(X, n_L, N, lrn, LM.index_stream(len(X)))
+    """After every arrival: the event, the landmark set, ε (bit for bit: both sides see the same numbers),
+    the buffer, and the invariants (bounded, dominating, ε non-decreasing) against the loop reference."""
+    X = clustered_stream(seed, 60)
+    D = euclid(X)
+    final, info, refs, snaps = _replay_precomputed(D, n_L, N, states=True)
+    ref = RefOnline(D, n_L, N)
+    ref.arrive(0)
+    eps_prev, cases = 0.0, set()
+    for t in range(1, len(X)):
+        r = ref.arrive(t)
+        assert r == refs[t - 1]
+        cases.add(r["case"])
+        assert int(info.evicted[t - 1]) == r["evicted"], t
+        arrival, valid, is_lm, eps = (np.asarray(a) for a in (
+            (final.arrival, final.valid, final.is_landmark, final.eps) if t == len(X) - 1 else
+            jax.tree_util.tree_map(lambda a: a[t], snaps)))
+        assert sorted(arrival[is_lm].tolist()) == sorted(ref.L), t
+        assert float(eps) == ref.eps and float(eps) >= eps_prev, t
+        eps_prev = float(eps)
+        assert len(ref.L) <= n_L and int(info.n_landmarks[t - 1]) == len(ref.L) and ref.dominated()
+        assert sorted(arrival[valid].tolist()) == sorted(ref.buf) and valid.sum() <= N
     assert cases == {1, 2, 3}
 
 
@@ -532,11 +551,16 @@ def test_buffer_full_evicts_oldest_non_landmark():
     assert sorted(L) == state_landmarks(state)
 
 
+def lrn6a():
+    """A float32 aligned configuration shared by the same-key and wrapper tests (50-point streams in 3-D)."""
+    return LM.landmark_mds(6, n_components=2, buffer_size=25, align=True)
+
+
 def test_same_key_same_result_and_one_trace():
-    X = clustered_stream(9, 80)
-    lrn = LM.landmark_mds(6, n_components=2, buffer_size=30, align=True)
+    X = clustered_stream(9, 50, d=3).astype(np.float32)
+    lrn = lrn6a()
     s0 = lrn.init(jax.random.key(0), X[:1])
-    run = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))
+    run = runner(lrn, "info")
     a = run(jax.random.key(3), X[1:], s0)
     b = run(jax.random.key(3), X[1:], s0)
     c = run(jax.random.key(4), X[1:] * 1.0, s0)
@@ -634,8 +658,15 @@ def test_loss_is_squared_distance_to_nearest_landmark():
 def test_predict_matches_lmds_of_landmarks():
     X = clustered_stream(14, 80, d=3)
     with enable_x64():
-        lrn = LM.landmark_mds(8, n_components=2, buffer_size=40)
-        s = lrn.init(jax.random.key(0), X)
+        # the state comes from the aligned float64 configuration's compiled update (test_float64); predict of
+        # an unaligned learner computes the embedding afresh from any state of the same shapes
+        aligned = LM.landmark_mds(10, n_components=2, buffer_size=60, align=True)
+        step = jax.jit(aligned.update)
+        lrn = LM.landmark_mds(10, n_components=2, buffer_size=60)
+        s = aligned.init(jax.random.key(0), X[:1])
+        for t in range(1, len(X)):
+            s, _ = step(jax.random.key(t), s, jnp.asarray(X[t]))
+        assert int(s.n_seen) == 80 and int(s.is_landmark.sum()) == 10
         pts, _, _ = LM.landmarks(s)
         Yr, _ = ref_lmds(pts, X, 2)
         predict = jax.jit(lrn.predict)
@@ -656,7 +687,9 @@ def test_alignment_prevents_flips():
         step = jax.jit(lrn.update)
         cfg = ON._make_cfg(10, 60, 2, False, None, None)
         fresh_fn = jax.jit(lambda s: ON._fresh_embedding(s, cfg))
-        s = lrn.init(jax.random.key(0), X[:12])
+        s = lrn.init(jax.random.key(0), X[:1])
+        for t in range(1, 12):  # as init(X[:12]) does, through the one compiled update
+            s, _ = step(jax.random.key(t), s, jnp.asarray(X[t]))
         prev = s.embedding
         jumps, raw_jumps = [], []
         for t in range(12, len(X)):
@@ -735,9 +768,10 @@ def test_make_s_curve():
 
 
 def test_wrapper():
-    X = clustered_stream(17, 60, d=3)
+    X = clustered_stream(17, 50, d=3).astype(np.float32)
     assert jaxstream.embedding is LM and jaxstream.embedding.landmark_mds is jaxstream.landmark_mds
-    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=30)
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)  # lrn6a's configuration
+    m.chunk_size = 8  # the chunked-path test's compiled sizes
     with pytest.raises(ValueError, match="not seen"):
         m.transform(X)
     info = m.learn_one(X[0])
@@ -745,14 +779,15 @@ def test_wrapper():
     infos = m.learn_many(X[1:40])
     assert infos.case.shape == (39,)
     m.partial_fit(X[40:])
-    assert m.n_seen_ == 60 and len(m.landmarks_) == 6
+    assert m.n_seen_ == 50 and len(m.landmarks_) == 6
     Y = m.transform(X)
-    assert Y.shape == (60, 2)
+    assert Y.shape == (50, 2)
     np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_coords_, atol=1e-4)
     # the wrapper and the functional learner agree
-    lrn = LM.landmark_mds(6, n_components=2, buffer_size=30)
-    s = lrn.init(jax.random.key(0), X)
+    lrn = lrn6a()
+    s, _ = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
     assert sorted(m.landmark_indices_.tolist()) == state_landmarks(s)
+    np.testing.assert_allclose(Y, np.asarray(lrn.predict(s, X)), atol=1e-4)
     with pytest.raises(ValueError, match="dimension"):
         m.learn_one(np.zeros(2))
     # precomputed items are validated as indices
@@ -803,23 +838,43 @@ def test_bad_input():
 # Mutants, ties, non-Euclidean metrics, degree sums, options
 # ---------------------------------------------------------------------------
 
-def _replay_precomputed(D, n_L, N, eps0=0.0, min_support=0, density_shift=0.0):
-    """Step the learner over items 0..n-1 with precomputed D next to the reference; return the infos."""
+_PAD = 64  # precomputed replays: D padded to 64 items and streams to 63 masked arrivals (one compiled run per n_L, N)
+
+
+def _trace_snapshots(state, x, info):
+    """run_stream trace: the info and the buffer as it was before the arrival (so the state after each
+    arrival is the next row's)."""
+    return info, (state.arrival, state.valid, state.is_landmark, state.eps)
+
+
+def _replay_precomputed(D, n_L, N, eps0=0.0, min_support=0, density_shift=0.0, states=False):
+    """Step the learner over items 0..n-1 with precomputed D next to the reference; return the final state,
+    the infos and the reference's events (and, with ``states``, the per-arrival buffer snapshots of
+    `_trace_snapshots`).
+
+    D is padded with items that never arrive (far from everything) and the stream with masked arrivals,
+    so that replays of any n <= 64 items share one compiled run per (n_L, N)."""
+    n = len(D)
+    Dp = np.full((_PAD, _PAD), 1e6)
+    np.fill_diagonal(Dp, 0.0)
+    Dp[:n, :n] = D
     with enable_x64():
-        lrn = LM.landmark_mds(n_L, n_components=1, buffer_size=N, metric="precomputed", distances=D, eps0=eps0,
+        lrn = LM.landmark_mds(n_L, n_components=1, buffer_size=N, metric="precomputed", distances=Dp, eps0=eps0,
                               min_support=min_support, density_shift=density_shift)
-        items = LM.index_stream(len(D))
+        items = LM.index_stream(_PAD)
         ref = RefOnline(D, n_L, N, eps0, min_support, density_shift)
         state = lrn.init(jax.random.key(0), items[:1])
         ref.arrive(0)
-        state, info = runner(lrn, "info")(jax.random.key(1), items[1:], state)
-        refs = [ref.arrive(t) for t in range(1, len(D))]
+        state, (info, snaps) = runner(lrn, _trace_snapshots)(jax.random.key(1), items[1:], state,
+                                                              np.arange(1, _PAD) < n)
+        info = jax.tree_util.tree_map(lambda a: a[:n - 1], info)
+        refs = [ref.arrive(t) for t in range(1, n)]
         for t, r in enumerate(refs):
             assert int(info.case[t]) == r["case"], t
             assert int(info.added[t]) == r["added"], t
             assert int(info.removed[t]) == r["removed"], t
         assert state_landmarks(state) == sorted(ref.L) and float(state.eps) == ref.eps
-    return state, info, refs
+    return (state, info, refs, snaps) if states else (state, info, refs)
 
 
 def test_degree_rule_picks_the_lowest_degree_neighbour_not_the_earliest():
@@ -853,7 +908,7 @@ def test_ties_and_duplicates_use_closed_neighbourhoods():
     cases = [r["case"] for r in refs]
     assert {1, 2, 3} <= set(cases)
     # power: a duplicate of a landmark arriving at ε = 0 is covered only under closed coverage
-    _, info0, _ = _replay_precomputed(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), 2, 10)
+    _, info0, _ = _replay_precomputed(np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), 2, 50)
     assert [int(c) for c in info0.case] == [2, 1]
     # and a point at exactly ε from a landmark is covered
     eps_hits = sum(1 for t, r in enumerate(refs) if r["case"] == 1 and float(info.loss[t]) == float(info.eps[t - 1]) ** 2
@@ -900,7 +955,15 @@ def test_densest_counts_only_candidates_vs_numpy(cache):
     P = np.concatenate([rng.uniform(0, 6, (40, 2)), rng.uniform(1, 5, 2) + 0.3 * rng.standard_normal((20, 2))])
     with enable_x64():
         lrn = LM.landmark_mds(4, n_components=1, buffer_size=N, cache_distances=cache)
-        s = lrn.init(jax.random.key(0), P)
+        # the buffer filled directly (no init scan to compile): 60 points in arrival order, 4 spread landmarks
+        s = lrn.init(jax.random.key(0), P[:1])
+        Pp = np.zeros((N, 2))
+        Pp[:n_fill] = P
+        fill = np.arange(N) < n_fill
+        ls = np.array([0, 17, 45, 58], np.int32)
+        s = s._replace(points=jnp.asarray(Pp), valid=jnp.asarray(fill), arrival=jnp.asarray(np.where(fill, np.arange(N), -1),
+                       jnp.int32), is_landmark=jnp.asarray(np.isin(np.arange(N), ls)), landmark_slots=jnp.asarray(ls),
+                       dist=jnp.asarray(np.where(fill[:, None] & fill[None], euclid(Pp), 0.0)) if cache else s.dist)
         cfg = ON._make_cfg(4, N, 1, False, None, cache)
         f = jax.jit(lambda new, r, row, st: ON._densest((new, r, row), st, cfg))
         valid = np.asarray(s.valid)
@@ -1015,7 +1078,7 @@ def test_rare_branches_stay_inside_their_loops_under_vmap():
     # uncached with align (the uncached case-3 path and the eigh refresh), and cached: two compiles cover the three
     for kw in (dict(align=True), dict(cache_distances=True)):
         lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=N, **kw)
-        s0 = lrn.init(None, X[:40])
+        s0 = lrn.init(None, X[:1])  # the compiled program depends on shapes only (no init scan to compile)
         S = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (B,) + a.shape), s0)
         hlo = jax.jit(jax.vmap(lambda s, x: lrn.update(None, s, x))).lower(
             S, np.stack([X[41]] * B)).compile().as_text()
@@ -1033,8 +1096,9 @@ def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
     batches below and above one chunk, with batched and unbatched inputs and nested pytrees."""
     rng = np.random.default_rng(3)
     fn = lambda sm, bg: (sm[0] * bg["w"] + jnp.sum(bg["v"]), sm[1] + 1)
-    for B in (3, 16, 40, 100):  # one chunk of every stream; chunks of 1, 2 and 6 streams
-        for frac in (0.0, 0.2, 0.9, 1.0):
+    for B in (16, 100):  # chunks of 1 and of 6 streams (the last chunk clamped to the batch's end)
+        assert ON._chunk(B) == (1 if B == 16 else 6)
+        for frac in (0.0, 0.2, 0.5, 0.9, 1.0):
             pred = rng.uniform(size=B) < frac
             a = rng.standard_normal((B, 4)).astype(np.float32)
             k = rng.integers(0, 9, B).astype(np.int32)
@@ -1095,9 +1159,8 @@ def test_wrapper_chunked_path_equals_functional_run():
     a = m.learn_many(X[:3])            # first point + 2 single steps
     b = m.learn_many(X[3:])            # 5 whole chunks of 8 + 7 single steps
     infos = jax.tree_util.tree_map(lambda u, v: np.concatenate([u, v]), a, b)
-    lrn = LM.landmark_mds(6, n_components=2, buffer_size=25, align=True)
-    s, info = jax.jit(lambda k, xs, s: jaxstream.run_stream(lrn, k, xs, s, trace="info"))(
-        jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    lrn = lrn6a()
+    s, info = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
     np.testing.assert_array_equal(infos.case[1:], np.asarray(info.case))
     np.testing.assert_array_equal(infos.added[1:], np.asarray(info.added))
     np.testing.assert_array_equal(np.asarray(m.state.is_landmark), np.asarray(s.is_landmark))
