@@ -25,7 +25,7 @@ the spread of a single centre) and σ̂² its within-cluster variance per
 coordinate with the degrees of freedom the centres use up removed (without
 that correction the price vanishes as k̂ approaches n, and a short stream
 splits into singletons; when n ≤ k̂ + 1 the k̂ row's W_{k̂}/(d·(n − k̂)) is
-used, and the k̂ + 1 row is not proposed: fewer centres than points). The
+used, and when n < k̂ + 1 the k̂ + 1 row is not proposed: at most one centre per point). The
 floor d·σ̂²·log n (BIC's price per centre in the units of S) keeps centres on
 one or two points from being cheap when n̄ is small. The prior rate is
 ``η_t = λ_t·P_t + w·log n`` (nats per centre, w = ``log_n_weight``, default
