@@ -291,6 +291,55 @@ def test_proposal_density_matches_scipy():
         assert np.all(c[i, k[i]:] == 0)
 
 
+def test_proposals_follow_the_documented_counter_layout():
+    """sample_proposals rebuilt in NumPy from `_rng`'s documented streams (test_rng checks those
+    against JAX's Threefry): row and scale from uniforms(derive(w, 0), (n, 2)), the χ² from the
+    first df normals(derive(w, 1), (n, 4)) per proposal, block b's noise from
+    normals(derive(derive(w, 2), b), (n, 2·per)) (per = ⌈4·d/2⌉). p = 10, d = 3: three blocks."""
+    rng = np.random.default_rng(11)
+    p, d, n, df, blk = 10, 3, 23, 3, K.PROPOSAL_BLOCK
+    rows_k, wts, mults = [6, 7, 9], [0.2, 0.5, 0.3], (0.7, 1.4)
+    means = [rng.standard_normal((p, d)) for _ in range(3)]
+    fam = _family(p, d, rows_k, means, 0.6, mults=mults, weights=wts)
+    fam = fam._replace(scales=fam.scales * jnp.asarray(rng.uniform(0.5, 2.0, (3, p))))
+    key = jax.random.PRNGKey(4)
+    c, k, _, u = jax.jit(lambda kk: K.sample_proposals(kk, fam, n, df))(key)
+    words = _rng.key_words(key)
+    uu = np.asarray(_rng.uniforms(_rng.derive(words, 0), (n, 2), jnp.float32), np.float64)
+    chi2 = np.sum(np.asarray(_rng.normals(_rng.derive(words, 1), (n, 4), jnp.float32), np.float64)[:, :df] ** 2, 1)
+    cw = np.cumsum(wts)
+    r = np.array([int(np.argmax(cw > t * cw[-1])) for t in uu[:, 0]])
+    u_ref = np.minimum((uu[:, 1] * 2).astype(int), 1)
+    f = np.array(mults)[u_ref] * np.sqrt(df / chi2)
+    nw = _rng.derive(words, 2)
+    per = (blk * d + 1) // 2
+    ref = np.zeros((n, p, d))
+    for b in range(-(-p // blk)):
+        z = np.asarray(_rng.normals(_rng.derive(nw, b), (n, 2 * per), jnp.float32), np.float64)[:, :blk * d]
+        z = z.reshape(n, blk, d)
+        for i in range(n):
+            for j in range(blk):
+                slot = b * blk + j
+                if slot < rows_k[r[i]]:
+                    ref[i, slot] = np.asarray(fam.means)[r[i], slot] + np.asarray(fam.scales)[r[i], slot] * f[i] * z[i, j]
+    np.testing.assert_array_equal(np.asarray(k), np.array(rows_k)[r])
+    np.testing.assert_array_equal(np.asarray(u), u_ref)
+    assert len(set(r.tolist())) == 3 and len(set(u_ref.tolist())) == 2
+    np.testing.assert_allclose(np.asarray(c, np.float64), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_k_plus_one_row_allows_a_centre_per_point():
+    """The k̂ + 1 row is proposed while k̂ + 1 ≤ n (a centre on every point), not beyond."""
+    learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
+    fam = jax.jit(lambda s: P.round_target(s).family)
+    x = np.array([[0.0, 0.0], [3.0, 1.0]], np.float32)
+    two = fam(learner.init(jax.random.PRNGKey(0), x))        # k̂ = 1, n = 2: rows k = 1, 2
+    one = fam(learner.init(jax.random.PRNGKey(0), x[:1]))    # k̂ = 1, n = 1: row k = 1 only
+    np.testing.assert_array_equal(np.asarray(two.n_clusters)[1:], [1, 2])
+    assert np.isfinite(np.asarray(two.log_weights)[2]) and np.isneginf(np.asarray(one.log_weights)[2])
+    assert np.isneginf(np.asarray(two.log_weights)[0])   # no k = 0 row
+
+
 def _uniform_ball(rng, n, d, r):
     u = rng.standard_normal((n, d))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
