@@ -139,46 +139,78 @@ def test_bookkeeping_in_any_dimension(d):
     assert np.all(np.isfinite(np.asarray(losses))) and np.all(np.asarray(losses) >= 0)
 
 
-def _brute_force_delta(prop, s, x):
-    """Weighted Δ(cumulative loss) of every candidate by a NumPy loop (data units)."""
+def _brute_force_delta(prop, s, x, cap=np.inf):
+    """Weighted Δ(cumulative loss) of every candidate by a NumPy loop (data
+    units), each point's loss min(squared distance, cap)."""
     hist, n = user_history(s)
     w = int(s.n_seen) / n
-    base = w * np_polyline_sqdist(hist, prop.vertices[0, : int(prop.n_vertices[0])]).sum() + \
-        np_polyline_sqdist(x[None], prop.vertices[0, : int(prop.n_vertices[0])])[0]
+    loss = lambda P, v: np.minimum(np_polyline_sqdist(P, v), cap)
+    base = w * loss(hist, prop.vertices[0, : int(prop.n_vertices[0])]).sum() + \
+        loss(x[None], prop.vertices[0, : int(prop.n_vertices[0])])[0]
     out = []
     for c in range(prop.vertices.shape[0]):
         vc = np.asarray(prop.vertices[c, : int(prop.n_vertices[c])], np.float64)
         if len(vc) < 2:
             out.append(np.nan)
             continue
-        out.append(w * np_polyline_sqdist(hist, vc).sum() + np_polyline_sqdist(x[None], vc)[0] - base)
+        out.append(w * loss(hist, vc).sum() + loss(x[None], vc)[0] - base)
     return np.array(out)
 
 
-@pytest.mark.parametrize("overflow", [False, True])
-def test_candidate_losses_match_brute_force(learner, init, run, overflow):
+def _cap(s, info):
+    """The objective's largest loss of one point (data units): outlier_scale
+    times max(d − 1, 1) noise variances σ̂² (σ̂² checked against a sort in
+    test_sorted_residuals_and_noise_level_match_a_sort)."""
+    return float(s.params.outlier_scale) * max(s.hist_x.shape[1] - 1, 1) * float(info.sigma2)
+
+
+def _with_outliers(xs, at=(2.0, 4.5, 6.5, 8.5)):
+    """xs (a cubic stream) with one point after the initial ones near each
+    abscissa in ``at`` moved 4 (data) units off the curve, alternately up and
+    down: isolated points, 2.5-4 units from the cubic and > 4 from each other."""
+    xs = xs.copy()
+    idx = np.array([40 + int(np.argmin(np.abs(xs[40:, 0] - a))) for a in at])
+    xs[idx, 1] += np.where(np.arange(len(at)) % 2 == 0, 4.0, -4.0).astype(xs.dtype)
+    return xs, idx
+
+
+@pytest.mark.parametrize("overflow,outliers", [(False, False), (True, False), (False, True)])
+def test_candidate_losses_match_brute_force(learner, init, run, overflow, outliers):
     """Every candidate's Δloss vs a loop over the stored points, at the default
     capacities (dense: nothing is ever truncated). With ``overflow`` the
-    history is a reservoir (n/H per stored point) and x_t counts with weight 1."""
+    history is a reservoir (n/H per stored point) and x_t counts with weight 1.
+    With ``outliers`` some stored points lie beyond the loss cap, and the
+    last rounds' x are outliers: each point's loss is min(Δ, cap)."""
     xs = datasets.make_cubic_stream(700 if overflow else 200, seed=11).astype(np.float32)
+    if outliers:
+        xs, _ = _with_outliers(xs, (1.0, 2.0, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5))
+        xs[-8::2] += np.array([0.0, 4.0], np.float32)
     s = init(jax.random.key(2), xs[:20])
     s, _ = run(jax.random.key(3), xs[20:-8], s)
     assert (int(s.n_stored) == 512) == overflow and int(s.n_seen) == len(xs) - 8
     prop_fn = jax.jit(lambda k, s, x: pc.propose(k, s, x))
+    capped = 0
     for i, x in enumerate(xs[-8:]):
-        _, _, prop = prop_fn(jax.random.key(10 + i), s, x)
-        ref = _brute_force_delta(prop, s, x.astype(np.float64))
+        _, info, prop = prop_fn(jax.random.key(10 + i), s, x)
+        ref = _brute_force_delta(prop, s, x.astype(np.float64), _cap(s, info))
         feas = np.asarray(prop.feasible)
         scale = max(1.0, float(np.abs(ref[feas]).max()))
         np.testing.assert_allclose(np.asarray(prop.delta_loss)[feas], ref[feas], atol=2e-4 * scale * (1 + 4 * overflow))
         assert int(prop.winner) == int(np.argmin(np.where(feas, np.asarray(prop.objective), np.inf)))
+        plain = _brute_force_delta(prop, s, x.astype(np.float64))
+        capped += np.abs(plain - ref)[feas].max() > 0.05 * scale
         s, _ = jax.jit(learner.update)(jax.random.key(10 + i), s, x)
+    # the cap changes candidates' Δloss (the capped reference is not vacuous)
+    assert capped > 0 or not outliers
 
 
-def test_end_reversals_match_brute_force(trained):
-    """Every prefix/suffix reversal (2-opt at an end): its Δ(weighted loss) and
-    length by a NumPy loop over the reversed line, and the committed line and
-    distance cache against a recomputation."""
+@pytest.mark.parametrize("capped", [False, True])
+def test_end_reversals_and_deletions_match_brute_force(trained, capped):
+    """Every prefix/suffix reversal (2-opt at an end) and every single-vertex
+    deletion: its Δ(weighted loss) and length by a NumPy loop over the new
+    line, each point's loss min(Δ, cap) (``capped``: the cap at the 80th
+    percentile of the current distances, so that it binds), and the
+    committed reversed line and distance cache against a recomputation."""
     from jaxstream.curves import learner as lm
     _, s, _ = trained
     nv, n = int(s.n_vertices), int(s.n_stored)
@@ -187,12 +219,22 @@ def test_end_reversals_match_brute_force(trained):
     H1 = s.hist_x.shape[0]
     w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
     hD = s.hist_D
-    sm = lm._smallest(hD, jnp.min(hD, 0), jnp.argmin(hD, 0).astype(jnp.int32))
-    revs = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices,
-                               js.geometry.polyline_length(V, s.n_vertices))
     P = np.asarray(s.hist_x[:n], np.float64)
     v = np.asarray(V[:nv], np.float64)
-    base = 1.5 * np_polyline_sqdist(P, v).sum()
+    cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else np.inf
+    sm = lm._smallest(hD, jnp.min(hD, 0), jnp.argmin(hD, 0).astype(jnp.int32), jnp.float32(cap))
+    length = js.geometry.polyline_length(V, s.n_vertices)
+    revs = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices, length)
+    dels = lm._score_deletions(s.hist_x, sm, w, V, s.n_vertices, length)
+    loss = lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum()
+    base = loss(v)
+    for j in range(nv):
+        line = np.delete(v, j, 0)
+        assert bool(dels.ok[j])
+        np.testing.assert_allclose(float(dels.delta_loss[j]), loss(line) - base, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(float(dels.new_len[j]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
+                                   rtol=1e-5)
+    assert not np.any(np.asarray(dels.ok[nv:]))
     seen = 0
     for side in (0, 1):
         for k in range(nv - 1):
@@ -202,7 +244,7 @@ def test_end_reversals_match_brute_force(trained):
             if not valid:
                 continue
             seen += 1
-            ref = 1.5 * np_polyline_sqdist(P, line).sum() - base
+            ref = loss(line) - base
             np.testing.assert_allclose(float(revs.delta_loss[side, k]), ref, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(float(revs.new_len[side, k]),
                                        np.linalg.norm(np.diff(line, axis=0), axis=1).sum(), rtol=1e-5)
@@ -240,7 +282,8 @@ def test_x_t_counts_with_weight_one_after_overflow(learner, init, run):
     """Moving the line to pass through x_t alone changes the objective by
     exactly x_t's own loss (weight 1), not by n/H times it."""
     xs = datasets.make_cubic_stream(600, seed=5).astype(np.float32)
-    s = init(jax.random.key(0), xs[:20])
+    # the plain squared loss (no cap): the far x_t's loss is not capped
+    s = init(jax.random.key(0), xs[:20], learner.params._replace(outlier_scale=jnp.float32(np.inf)))
     s, _ = run(jax.random.key(0), xs[20:], s)
     assert int(s.n_stored) == 512 and int(s.n_seen) == 600
     far = np.asarray(s.centre) + np.array([0.0, 20.0], np.float32)  # far off the line
@@ -304,6 +347,28 @@ def test_noise_price_stops_growth_on_a_straight_noisy_line():
     sig2 = float(info.sigma2[-1])
     # per-coordinate noise variance 0.1²
     assert 0.6 * 0.01 < sig2 < 1.6 * 0.01
+
+
+def test_isolated_outliers_are_not_chased(learner, init, run, cubic):
+    """Four points 4 units (2.6-3.5 from the cubic, ≈ 30 σ) off it, each alone: with the default
+    loss cap the curve stays on the cubic (every outlier stays far from it
+    and the curve stays within a few σ of the clean points' curve); with the
+    plain squared loss (outlier_scale=inf) the curve runs out to some of
+    them (the check has power)."""
+    xs, idx = _with_outliers(cubic)
+    clean = np.delete(cubic, idx, 0).astype(np.float64)
+    dist = {}
+    for kappa in (float(learner.params.outlier_scale), np.inf):
+        s = init(jax.random.key(0), xs[:20], learner.params._replace(outlier_scale=jnp.float32(kappa)))
+        s, _ = run(jax.random.key(1), xs[20:], s)
+        v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)
+        dist[kappa] = np.sqrt(np_polyline_sqdist(xs[idx], v))
+        if np.isfinite(kappa):
+            # every vertex of the curve lies close to some clean point
+            far = np.sqrt(((v[:, None] - clean[None]) ** 2).sum(-1)).min(1)
+            assert far.max() < 0.5, far
+    assert dist[float(learner.params.outlier_scale)].min() > 2.0, dist  # 2.6-3.5 from the cubic
+    assert dist[np.inf].min() < 0.5, dist
 
 
 def _transformed_runs(xs, transforms, dtype=np.float32):
@@ -584,7 +649,7 @@ def test_checkpoint_of_another_state_layout_is_refused(cubic, tmp_path):
     s = L.init(jax.random.key(0), cubic[:20])
     assert s.hist_D.shape == (4, 33)  # (V − 1, H + 1)
     old = {k: v for k, v in L.config.items() if k != "state_layout"}
-    for i, cfg in enumerate([old, dict(L.config, state_layout=1)]):
+    for i, cfg in enumerate([old, dict(L.config, state_layout=1), dict(L.config, state_layout=2)]):
         checkpoint.save(tmp_path / f"old{i}.ckpt", L._replace(config=cfg), s)
         with pytest.raises(checkpoint.CheckpointError, match="another learner configuration"):
             checkpoint.load(tmp_path / f"old{i}.ckpt", L)

@@ -15,7 +15,10 @@ Design:
   a²× the losses (bit for bit for power-of-two a; up to rounding for shifts
   and up to lattice effects for rotations Q).
 * **Complexity priced against the noise** (`objective`): a segment costs
-  h_scale·d·log(n)·σ̂², σ̂² being the residual variance the history holds.
+  h_scale·d·log(n)·σ̂², σ̂² being the residual variance the history holds,
+  and one point's loss in the objective is capped at
+  outlier_scale·max(d − 1, 1)·σ̂² (`_loss_cap`): isolated points do not pull
+  chords across empty regions.
 * **Fast start.** `init` fits the first-principal-component segment, then
   minimises the same penalised objective offline on the initial points
   (``init_rounds`` rounds of the local search, each focused on one initial
@@ -133,9 +136,10 @@ class Info(NamedTuple):
 
 
 # Version of the `State` layout, recorded in the learner's config so that a
-# checkpoint saved under another layout is refused on load (2: hist_D
-# segment-major (V − 1, H + 1); 1, unrecorded: (H + 1, V − 1)).
-STATE_LAYOUT = 2
+# checkpoint saved under another layout is refused on load (3: Params has
+# outlier_scale; 2: hist_D segment-major (V − 1, H + 1); 1, unrecorded:
+# (H + 1, V − 1)).
+STATE_LAYOUT = 3
 
 
 class Config(NamedTuple):
@@ -158,7 +162,8 @@ class Proposal(NamedTuple):
       vertices: (C, V, d) full candidate lines; candidate 0 is f̂.
       n_vertices: (C,) vertex counts.
       delta_loss: (C,) change of the weighted cumulative loss (history rows
-        weighted n/H once the history is full, x_t weight 1) relative to f̂.
+        weighted n/H once the history is full, x_t weight 1; each point's
+        loss capped, see `_loss_cap`) relative to f̂.
       price: (C,) the complexity price minus the perturbation.
       z: (C,) Exp(1) perturbations.
       objective: (C,) delta_loss + price.
@@ -465,6 +470,25 @@ def _noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     return jnp.minimum(me, mr / NN_INFLATION) / q
 
 
+def _loss_cap(sigma2, d: int, prm: Params, config: Config):
+    """The largest loss one point adds to the round's objective:
+    κ·max(d − 1, 1)·σ̂² (κ = ``outlier_scale``; no cap with the theory price).
+
+    The objective's loss of a point is min(Δ(f, x), cap): the negative
+    log-likelihood, up to constants, of noise that is Gaussian near the curve
+    with a flat background of outliers far from it. With the plain squared
+    distance one isolated point at distance D pays for any segment cheaper
+    than D², so the curve runs chords across empty regions to single events
+    (the seismic stream); capped, a new stretch of curve must be paid for by
+    several points that it brings within the noise band. Points near the
+    curve (residuals ≈ σ̂²·χ²_{d−1}) are not affected. The reported loss
+    (`Info.loss`) is the plain squared distance.
+    """
+    if config.penalty != "noise":
+        return jnp.asarray(jnp.inf, sigma2.dtype)
+    return prm.outlier_scale * max(d - 1, 1) * sigma2
+
+
 class _Window(NamedTuple):
     a: Array
     b: Array
@@ -543,20 +567,21 @@ def _make_candidates(win: _Window, vidx, verts, nv, seg, tpar, valid, hx, u, del
     return _Cands(U_i, m, ok, move, seq, lseg_ok, local_len, has_l, n_old)
 
 
-def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv):
-    """Exact Δ(weighted cumulative loss) of every candidate, all rows, dense.
+def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv, cap):
+    """Exact Δ(weighted cumulative capped loss) of every candidate, all rows, dense.
 
-    Returns ``delta_loss[C]`` (the winner's local distances are recomputed
-    for the cache by `_local_rows`).
+    Each row's loss is min(squared distance, cap) (see `_loss_cap`). Returns
+    ``delta_loss[C]`` (the winner's local distances are recomputed for the
+    cache by `_local_rows`).
     """
     Vm1 = hD.shape[0]
     j = jnp.arange(Vm1)
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
-    base = jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0)  # (H+1,) unchanged segments
+    base = jnp.minimum(jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0), cap)  # (H+1,) unchanged segments
     d2l, _ = cand.seg_d2_points(hx, c.seq[:, :-1], c.seq[:, 1:])  # (C, W+2, H+1)
     d2l = jnp.where(c.lseg_ok[..., None], d2l, jnp.inf)
     new = jnp.minimum(base[None], jnp.min(d2l, 1))
-    return jnp.sum(jnp.where(w[None] > 0, w[None] * (new - dmin[None]), 0.0), 1)
+    return jnp.sum(jnp.where(w[None] > 0, w[None] * (new - jnp.minimum(dmin, cap)[None]), 0.0), 1)
 
 
 def _local_rows(c: _Cands, winner, hx):
@@ -649,14 +674,16 @@ class _Smallest(NamedTuple):
     m3: Array
 
 
-def _smallest(hD, m1, c1) -> _Smallest:
-    """`_Smallest` of the cache hD (V−1, H+1) given its minimum m1 at c1."""
+def _smallest(hD, m1, c1, cap) -> _Smallest:
+    """`_Smallest` of the cache hD (V−1, H+1) given its minimum m1 at c1,
+    the three values capped at ``cap`` (so every minimum taken from them is
+    the capped loss, see `_loss_cap`)."""
     j = jnp.arange(hD.shape[0])[:, None]
     D2 = jnp.where(j == c1[None], jnp.inf, hD)
     m2 = jnp.min(D2, 0)
     c2 = _first_argmin(D2, m2)
     m3 = jnp.min(jnp.where(j == c2[None], jnp.inf, D2), 0)
-    return _Smallest(m1, c1, m2, c2, m3)
+    return _Smallest(jnp.minimum(m1, cap), c1, jnp.minimum(m2, cap), c2, jnp.minimum(m3, cap))
 
 
 def _min_without(sm: _Smallest, k1, k2=None):
@@ -843,7 +870,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
-    dl = _score(c, win, hx, hD, dmin, w, nv)
+    cap = _loss_cap(sigma2, d, prm, config)
+    dl = _score(c, win, hx, hD, dmin, w, nv, cap)
 
     # Price and choice.
     new_len = geometry.polyline_length(verts, nv) - c.local_len[0] + c.local_len
@@ -860,7 +888,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     # line of one segment has none).
     if V >= 3:
         new_vidx, new_nv, newD, move_won = _global_stage(
-            draws, hx, hD, _smallest(hD, dmin, seg), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
+            draws, hx, hD, _smallest(hD, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
             obj[winner], _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner])
     else:
         new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, hx)
