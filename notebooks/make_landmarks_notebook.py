@@ -170,13 +170,14 @@ for name, Z in (("noisy S-curve 0.3", Xn.astype(np.float32)), ("uneven clusters"
         print("   " + "  ".join(out))"""))
 cells.append(md("""In this realization the weighted embedding of the paper's landmarks on
 the uneven clusters (n_L = 20) is below random's median but not below its
-10th percentile (20 draws here). Over 4 realizations with 50 draws
-(`bench_landmarks.py --only weighted`) its mean rank among random's draws
-is 0.11 (the paper's plain embedding: 0.44), below the 10th percentile in 2
-of 4: random's 10th percentile lies near the stress of the classical MDS of
+10th percentile (20 draws here). Over 8 realizations with 100 draws
+(`bench_landmarks.robust_weighted`) its mean rank among random's draws
+is 0.16 (the paper's plain embedding: 0.36), below the 10th percentile in 3
+of 8: random's 10th percentile lies near the stress of the classical MDS of
 all points, which the weighted landmarks approximate, so going below it
 needs a lucky landmark set. Weighted, the paper's landmarks sit at or below
-random's median in 11 of 12 cells (Swiss roll at n_L = 10: 0.52)."""))
+random's median in 11 of 12 cells by mean rank over 6 realizations (Swiss
+roll at n_L = 10: 0.59)."""))
 cells.append(md("""On the uneven clusters (weights 0.80 … 0.01) a dominating set puts a
 landmark on every cluster, however small, and spreads many over the big
 one; the plain landmark MDS then weighs every landmark alike, so the small
