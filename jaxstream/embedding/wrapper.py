@@ -1,6 +1,7 @@
 """Stateful NumPy-in / NumPy-out wrapper around `landmark_mds`."""
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -11,10 +12,18 @@ from .._checks import check_points
 from .._core import run_stream
 from .distances import Metric
 from .lmds import check_eigen
-from .online import (CASE_ADDED, Embedding, Info, State, _check_items, _embed_points, _first_state,
-                     _fresh_embedding, _make_cfg, landmark_mds, landmarks)
+from .online import (CASE_ADDED, Embedding, Info, State, _Cfg, _check_items, _embed_points, _first_state,
+                     _fresh_embedding, _kernels, _make_cfg, landmark_mds, landmarks)
 
 __all__ = ["LandmarkMDS"]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(cfg: _Cfg):
+    """Jitted single update, embedding and transform of a configuration, shared by every model built with
+    it (no retracing per model)."""
+    return (jax.jit(_kernels(cfg)[0]), jax.jit(lambda s: s.embedding if cfg.track else _fresh_embedding(s, cfg)),
+            jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg)))
 
 
 class LandmarkMDS:
@@ -67,15 +76,16 @@ class LandmarkMDS:
         self.n_components = n_components
         self._key = jax.random.key(seed)
         self.state: Optional[State] = None
-        self._update = jax.jit(self.learner.update)
         self.chunk_size = 256
-        self._run = jax.jit(lambda k, xs, s, off: run_stream(self.learner, k, xs, s, trace="info",
-                                                              step_offset=off))
-        self._run_masked = jax.jit(lambda k, xs, s, off, mask: run_stream(
-            self.learner, k, xs, s, mask=mask, trace="info", step_offset=off))
-        cfg = self._cfg
-        self._embedding = jax.jit(lambda s: s.embedding if cfg.track else _fresh_embedding(s, cfg))
-        self._embed = jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg))
+        self._update, self._embedding, self._embed = _compiled(self._cfg)
+
+    def _run(self, k, xs, s, off):
+        # run_stream's own compiled driver (shared by every model and caller with this configuration;
+        # concrete, checked rows take its unmasked path)
+        return run_stream(self.learner, k, xs, s, trace="info", step_offset=off)
+
+    def _run_masked(self, k, xs, s, off, mask):
+        return run_stream(self.learner, k, xs, s, mask=mask, trace="info", step_offset=off)
 
     def _prep(self, X, name):
         X = np.asarray(check_points(np.atleast_2d(np.asarray(X, dtype=float)), name,
