@@ -5,14 +5,19 @@ Prints:
      covariance, equal weights), T=200, seeds 0-9: k̂ at the end (target: 4 in
      at least 9 of 10 seeds), cumulative prequential loss mean (sd), for PACBO
      with the defaults (the spec's lambda_scale=5); online (MacQueen) k-means with k=4; the Gap statistic on
-     the 200 points; the loss of the true means as a floor;
+     the 200 points; the loss of the true means as a floor; the oracle that
+     knows each group's mean from its first point on, in total and by phase
+     (rounds 1, 2-10, 11-20, 21-50, 51-100, 101-200) next to PACBO's;
   1b. a stream no default was calibrated on (six groups in 3-D, sigma 0.5,
      unequal weights): k̂ at the end, loss against the oracle;
   1c. radius=None on the four groups ×1, ×1000, ×0.001, +1000 (equivariance);
   1d. n_chains = 1 and 4: k̂, loss, time;
   2. ten groups, one more every 20 rounds (T=200, seeds 0-9): mean |k̂_t − k_t|
      over the stream for PACBO, and for PACBO and the Gap statistic (on the
-     data seen so far) at t = 20, 40, ..., 200; saves a plot of k̂_t against k_t;
+     data seen so far) at t = 20, 40, ..., 200; the loss by phase against the
+     oracle, and per block of 20 rounds the loss on the newest group's points
+     after its first one (where the ramp's excess goes); saves a plot of k̂_t
+     against k_t;
   3. speed with p=50, N=500 MCMC steps a round, history 256: one stream,
      T=200 (compile time apart from steady state), and one run_streams call
      over B = 1, 128, 1024 streams with 200 points already stored (stream-rounds
@@ -83,15 +88,31 @@ def growing_groups_stream(seed, T=200, n_groups=10, block=20):
     return (means[lab] + rng.standard_normal((T, 2))).astype(np.float32), k_t
 
 
-def oracle_loss(xs, means, labels):
-    """Prequential loss of an oracle that knows the mean of every group from its first point on."""
-    seen, total = [], 0.0
+def oracle_round_losses(xs, means, labels):
+    """Per round, the prequential loss of an oracle that knows the mean of every group from its
+    first point on (the first point is predicted by the origin, as PACBO with a fixed radius does)."""
+    seen, out = [], []
     for x, lab in zip(xs, labels):
-        if seen:
-            total += min(float(np.sum((x - means[j]) ** 2)) for j in seen)
+        out.append(min(float(np.sum((x - means[j]) ** 2)) for j in seen) if seen else float(np.sum(x ** 2)))
         if lab not in seen:
             seen.append(lab)
-    return total
+    return np.array(out)
+
+
+def oracle_loss(xs, means, labels):
+    """Prequential loss of rounds 2..T of an oracle that knows the mean of every group from its first
+    point on."""
+    return float(oracle_round_losses(xs, means, labels)[1:].sum())
+
+
+PHASES = [(0, 1), (1, 10), (10, 20), (20, 50), (50, 100), (100, 200)]
+
+
+def phase_table(name, losses, oracle):
+    """Mean over seeds of the loss in rounds 1, 2-10, 11-20, 21-50, 51-100, 101-200: where it goes."""
+    cells = [f"{lo + 1}-{hi}: {losses[:, lo:hi].sum(1).mean():.1f}/{oracle[:, lo:hi].sum(1).mean():.1f}"
+             for lo, hi in PHASES if hi <= losses.shape[1]]
+    print(f"    {name} loss by rounds, PACBO/oracle: " + ", ".join(cells))
 
 
 def batched_params(learner, radii, **overrides):
@@ -163,8 +184,11 @@ def quality(args, learner):
     gk = [int(gap(jax.random.key(100 + s), xs[s]).k) for s in range(S)]
     print(f"Gap statistic (batch, all {T} points, k_max=10, B={args.gap_refs}): k̂ = {gk} -> "
           f"{sum(k == 4 for k in gk)}/{S} at 4")
+    orc = np.stack([oracle_round_losses(x, MEANS4, l) for x, l in data])
     print(f"loss of the true means (floor): {mean_sd(floor)}; oracle knowing each group's mean from "
-          f"its first point on: {mean_sd([oracle_loss(x, MEANS4, l) for x, l in data])}")
+          f"its first point on: {mean_sd(orc[:, 1:].sum(1))} (rounds 2..T), {mean_sd(orc.sum(1))} (rounds "
+          f"1..T, PACBO's measure: round 1 predicted by the origin)")
+    phase_table("four groups", np.asarray(info.loss, np.float64), orc)
 
 
 def third_stream(seed, T=300, k=6, d=3, sigma=0.5):
@@ -237,14 +261,33 @@ def growing(args, learner):
     k_hat = np.asarray(info.n_clusters)
     err = np.abs(k_hat - k_true)
     cum = np.asarray(info.loss, np.float64).sum(1)
-    orc = []
+    orc, labs = [], []
     for s in range(S):
         rng = np.random.default_rng(1000 + s)
         means = ten_group_means(rng)
         lab = np.array([int(np.argmin(np.sum((x - means[:k]) ** 2, axis=1))) for x, k in zip(xs[s], k_true[s])])
-        orc.append(oracle_loss(xs[s], means, lab))
+        orc.append(oracle_round_losses(xs[s], means, lab))
+        labs.append(lab)
+    orc, labs = np.stack(orc), np.stack(labs)
     print(f"PACBO: cumulative loss {mean_sd(cum)} [R package 1064-1252]; oracle knowing each group's mean "
-          f"from its first point on {mean_sd(orc)}; mean acceptance {float(np.mean(info.acceptance_rate)):.3f}")
+          f"from its first point on {mean_sd(orc.sum(1))} (rounds 1..T; {mean_sd(orc[:, 1:].sum(1))} "
+          f"rounds 2..T); mean acceptance {float(np.mean(info.acceptance_rate)):.3f}")
+    L = np.asarray(info.loss, np.float64)
+    phase_table("ramp", L, orc)
+    # Where the ramp's excess goes: the newest group's points after its first one (the oracle has a
+    # centre there from then on; PACBO adds one once the evidence pays for a centre).
+    cells = []
+    for j in range(0, T // 20):
+        lo, hi = 20 * j, 20 * j + 20
+        m = labs[:, lo:hi] == j
+        first = np.zeros_like(m)
+        for s in range(S):
+            if m[s].any():
+                first[s, np.argmax(m[s])] = True
+        m2 = m & ~first
+        cells.append(f"{j + 1}: {(L[:, lo:hi] * m2).sum(1).mean():.0f}/{(orc[:, lo:hi] * m2).sum(1).mean():.0f}")
+    print("    ramp: loss on the newest group's points after its first, per block of 20 rounds, PACBO/oracle: "
+          + ", ".join(cells))
     print(f"PACBO: mean |k̂_t − k_t| over t=1..{T}: {err.mean():.2f} "
           f"(per seed {np.round(err.mean(1), 2).tolist()}); k̂_T = {k_hat[:, -1].tolist()}; {secs:.1f}s")
     checks = np.arange(args.gap_every, T + 1, args.gap_every)
