@@ -259,7 +259,7 @@ def run_curve(args) -> dict:
     _need_rows(xs, t0 + 1, f"slpc with t0={t0}")
     kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
               h_scale=args.h_scale, length_scale=args.length_scale, eta_scale=args.eta_scale,
-              delta=args.delta, init=args.init, penalty=args.penalty)
+              delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale)
     kw = {k: v for k, v in kw.items() if v is not None}
     if "history_size" in kw:
         kw["history_size"] = max(kw["history_size"], t0)
@@ -548,6 +548,10 @@ def _nonneg_float(text):
     return _finite_float(text, strict=False)
 
 
+def _positive_or_inf(text):
+    return math.inf if text.strip().lower() in ("inf", "+inf", "infinity") else _positive_float(text)
+
+
 def _common(p, out):
     g = p.add_argument_group("data and output")
     g.add_argument("--csv", metavar="FILE",
@@ -597,7 +601,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "variance (equivariant); 'theory': the paper's h(f)/eta_t")
     p.add_argument("--h-scale", type=_positive_float, metavar="A",
                    help="multiplier of the price of a segment (larger: fewer segments; default: "
-                        "calibrated, 1)")
+                        "calibrated, 0.5)")
+    p.add_argument("--outlier-scale", type=_positive_or_inf, metavar="K",
+                   help="with --penalty noise, one point's loss in the objective is capped at K noise "
+                        "variances (times d-1), so isolated points do not pull the curve; 'inf' for "
+                        "the plain squared loss (default: calibrated, 400)")
     p.add_argument("--length-scale", type=_nonneg_float, metavar="A",
                    help="multiplier of the price of the curve's length with --penalty noise (larger: "
                         "shorter curves, fewer folds; default: calibrated)")

@@ -6,6 +6,7 @@ compiled). Subprocesses share a persistent XLA cache so later runs are faster.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ import tempfile
 import numpy as np
 import pytest
 
+import jaxstream as js
 from jaxstream import cli, datasets
 
 ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="",
@@ -246,7 +248,12 @@ def test_curve_options_reach_the_learner():
     args = cli.build_parser().parse_args(["curve", "--init", "pca", "--penalty", "theory",
                                           "--length-scale", "0", "--eta-scale", "2"])
     assert (args.init, args.penalty, args.length_scale, args.eta_scale) == ("pca", "theory", 0.0, 2.0)
-    for bad in (["--init", "kmeans"], ["--length-scale", "-1"], ["--penalty", "bic"]):
+    for bad in (["--init", "kmeans"], ["--length-scale", "-1"], ["--penalty", "bic"], ["--outlier-scale", "0"],
+                ["--outlier-scale", "nan"], ["--outlier-scale", "-inf"]):
         with pytest.raises(SystemExit) as e:
             cli.build_parser().parse_args(["curve", *bad])
         assert e.value.code == 2
+    for text, value in (("inf", math.inf), ("250", 250.0)):
+        args = cli.build_parser().parse_args(["curve", "--outlier-scale", text])
+        assert args.outlier_scale == value
+        assert float(js.slpc(outlier_scale=args.outlier_scale).params.outlier_scale) == value

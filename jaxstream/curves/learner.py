@@ -486,7 +486,12 @@ def _loss_cap(sigma2, d: int, prm: Params, config: Config):
     """
     if config.penalty != "noise":
         return jnp.asarray(jnp.inf, sigma2.dtype)
-    return prm.outlier_scale * max(d - 1, 1) * sigma2
+    # σ̂² floored at the lattice resolution δ² (the line cannot tell noise
+    # below it from the curve): on noise-free or repeated points σ̂² is 0 and
+    # a cap of 0 would make every candidate tie at 0 — the line would freeze.
+    # κ = inf is no cap (inf·0 would be NaN).
+    cap = prm.outlier_scale * max(d - 1, 1) * jnp.maximum(sigma2, prm.delta ** 2)
+    return jnp.where(jnp.isinf(prm.outlier_scale), jnp.inf, cap)
 
 
 class _Window(NamedTuple):
@@ -974,7 +979,9 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         the residual variance, see `jaxstream.curves.objective`) or
         ``"theory"`` (the paper's h(f)/η_t, in standardised units).
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
-        h_scale, length_scale, eta_scale, z_scale, epsilon).
+        h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
+        the cap on one point's loss in the objective, in noise variances;
+        inf for the plain squared loss; no effect with ``penalty="theory"``).
 
     Returns:
       A `StreamLearner` with ``init(key, x_init, params=None)``,
