@@ -80,6 +80,21 @@ def _package_version() -> str:
     return __version__
 
 
+# Configuration keys a learner gained after checkpoints of it were written,
+# with the value that reproduces the behaviour before the key existed: a saved
+# configuration without the key is read as holding that value. (A key that
+# changes the state layout, such as slpc's ``state_layout``, is not listed:
+# those checkpoints are refused.)
+ADDED_CONFIG_KEYS = {
+    "landmark_mds": {"weighted": False},
+}
+
+
+def _with_added_keys(saved: dict) -> dict:
+    added = ADDED_CONFIG_KEYS.get(saved.get("learner"), {})
+    return {**added, **saved}
+
+
 def _normalise_config(config, where: str):
     """Round-trips the config through JSON (tuples become lists) so that a
     saved and a live configuration compare equal when they are equal."""
@@ -341,6 +356,8 @@ def load(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dic
                                   f"{_package_version()} (state layouts may differ between minor versions)")
         live = _normalise_config(getattr(learner, "config", None), "load")
         saved = manifest.get("config")
+        if isinstance(saved, dict):
+            saved = _with_added_keys(saved)
         if live is None or saved is None:
             if not allow_missing_config:
                 which = "the learner" if live is None else "the checkpoint"

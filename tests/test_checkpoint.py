@@ -104,6 +104,28 @@ def test_refuses_another_configuration(slpc_saved):
         checkpoint.load(path, pacbo)
 
 
+def test_config_keys_added_later_read_as_their_old_default(tmp_path):
+    """landmark_mds gained ``weighted`` (default False) after its checkpoints
+    existed: a checkpoint without the key loads into weighted=False and is
+    refused by weighted=True; a key missing from another learner is still a
+    different configuration."""
+    L = js.landmark_mds(8, n_components=2, buffer_size=24)
+    x = datasets.make_cubic_stream(30, seed=1).astype(np.float32)
+    s = L.init(jax.random.key(0), x[:10])
+    old = {k: v for k, v in L.config.items() if k != "weighted"}
+    checkpoint.save(tmp_path / "old.ckpt", L._replace(config=old), s)
+    assert "weighted" not in checkpoint.read_manifest(tmp_path / "old.ckpt")["config"]
+    back, _ = checkpoint.load(tmp_path / "old.ckpt", L)
+    chex.assert_trees_all_equal(back, s)
+    with pytest.raises(CheckpointError, match="weighted: saved False vs learner True"):
+        checkpoint.load(tmp_path / "old.ckpt", js.landmark_mds(8, n_components=2, buffer_size=24, weighted=True))
+    P = js.pacbo(4, 32, 10)
+    checkpoint.save(tmp_path / "p.ckpt", P._replace(config=dict(P.config, weighted=False)), P.init(
+        jax.random.key(0), x[:10]))
+    with pytest.raises(CheckpointError, match="weighted: saved False vs learner '<absent>'"):
+        checkpoint.load(tmp_path / "p.ckpt", P)
+
+
 def test_tuple_and_list_configs_compare_equal(tmp_path):
     learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", shape=(2, 3)))
     state = learner.init(jax.random.key(0), _stream(np.float32)[:N_INIT])
