@@ -831,9 +831,12 @@ def embedding(state: State, *, n_components: int, metric: Metric = None, align: 
     ``weighted=True`` (an option beyond the paper): each landmark counts for
     the buffered points it stands for (`landmark_weights`) in a weighted
     landmark MDS (`lmds_fit`), so that a landmark on an outlier or a small
-    cluster weighs what those points weigh. `n_components`, `metric`,
-    `align` and `weighted` must match the learner's (the tracked embedding
-    of a learner built with ``weighted=True`` is the weighted one).
+    cluster weighs what those points weigh. `n_components` and `metric` must
+    match the learner's. With ``align=True`` the tracked embedding is
+    returned as the learner keeps it — weighted if and only if the learner
+    was built with ``weighted=True`` — and the `weighted` argument is not
+    used (the state does not record which kind it holds, so a mismatch
+    cannot be detected here).
     """
     if align:
         return state.embedding
