@@ -103,7 +103,7 @@ class Params(NamedTuple):
 # gives results identical to no cap (κ = 100: cubic 9.27 instead of 8.51,
 # helix 2.78× truth instead of 2.64×). On the seismic stream (σ̂ ≈ 0.63°, so
 # the cap's radius √κ·σ̂ is 12.6° at κ = 400) the curve stops chasing
-# isolated events as κ falls: 15 keys, curve length > 3° from every event /
+# isolated events as κ falls (measured with h_scale 1): 15 keys, curve length > 3° from every event /
 # final R²: no cap 79–114° / 0.996–0.998; κ = 400: 42° on 12 of 15 keys
 # (59–82° on 3, a spike to one event) / 0.9896–0.996; κ = 300: 18–29° /
 # 0.974–0.987 (the events at 141°E 53°S, 160°E 53°S and 179°E 65°S left
