@@ -329,7 +329,8 @@ def test_proposals_follow_the_documented_counter_layout():
 
 
 def test_k_plus_one_row_allows_a_centre_per_point():
-    """The k̂ + 1 row is proposed while k̂ + 1 ≤ n (a centre on every point), not beyond."""
+    """The k̂ + 1 row is proposed while k̂ + 1 ≤ n (a centre on every point), not beyond; under the
+    window policy while k̂ + 1 < n."""
     learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
     fam = jax.jit(lambda s: P.round_target(s).family)
     x = np.array([[0.0, 0.0], [3.0, 1.0]], np.float32)
@@ -338,6 +339,11 @@ def test_k_plus_one_row_allows_a_centre_per_point():
     np.testing.assert_array_equal(np.asarray(two.n_clusters)[1:], [1, 2])
     assert np.isfinite(np.asarray(two.log_weights)[2]) and np.isneginf(np.asarray(one.log_weights)[2])
     assert np.isneginf(np.asarray(two.log_weights)[0])   # no k = 0 row
+    # history_policy="window": n stays at H once full, so fewer centres than points (k̂ + 1 < n)
+    win = jax.jit(lambda s: P.round_target(s, history_policy="window").family)
+    x3 = np.array([[0.0, 0.0], [3.0, 1.0], [0.0, 3.0]], np.float32)
+    assert np.isneginf(np.asarray(win(learner.init(jax.random.PRNGKey(0), x)).log_weights)[2])
+    assert np.isfinite(np.asarray(win(learner.init(jax.random.PRNGKey(0), x3)).log_weights)[2])
 
 
 def _uniform_ball(rng, n, d, r):

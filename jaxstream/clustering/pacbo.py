@@ -430,7 +430,10 @@ def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iter
     # At most as many centres as points: the k̂ + 1 row only while k̂ + 1 ≤ n. (Allowing k̂ + 1 = n,
     # a centre on each point, lets k̂ reach k one round earlier on a short stream: four groups,
     # T = 200, 10 seeds: rounds 2-10 cost 152 instead of 160, k̂_T and the ramp's |k̂ − k| unchanged.)
-    valid = rows.valid & ((jnp.arange(3) < 2) | (k_rows[2] <= n_f))
+    # Under "window" n stays at H once the window is full, so k̂ = n would leave σ̂² no degrees of
+    # freedom in every later round (it would fall back to R): there, fewer centres than points.
+    room = n_f if history_policy == "reservoir" else n_f - 1
+    valid = rows.valid & ((jnp.arange(3) < 2) | (k_rows[2] <= room))
     n_moves = jnp.sum(valid) - 1
     w_move = (1.0 - params.stay_prob) / jnp.maximum(n_moves, 1).astype(lam.dtype)
     w = jnp.where(jnp.arange(3) == 1, jnp.where(n_moves > 0, params.stay_prob, 1.0), w_move)
