@@ -798,6 +798,21 @@ def test_wrapper():
         mp.learn_one([1.5])
 
 
+def test_wrapper_unaligned_fit_and_transform():
+    """An unaligned model (the wrapper's fresh-embedding path): landmarks map
+    onto their own coordinates, and transform equals the functional
+    learner's predict after the same stream."""
+    X = clustered_stream(19, 40, d=3).astype(np.float32)
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25)
+    m.partial_fit(X)
+    assert m.n_seen_ == 40 and len(m.landmarks_) == 6
+    np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_coords_, atol=1e-4)
+    lrn = LM.landmark_mds(6, n_components=2, buffer_size=25)
+    s, _ = jaxstream.run_stream(lrn, jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    assert sorted(m.landmark_indices_.tolist()) == state_landmarks(s)
+    np.testing.assert_allclose(m.transform(X), np.asarray(lrn.predict(s, X)), atol=1e-4)
+
+
 def test_bad_input():
     lrn = LM.landmark_mds(5, n_components=2, buffer_size=20)
     with pytest.raises(ValueError, match="at least 1 rows"):
