@@ -397,11 +397,7 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
     c, k, lg, u = sample_proposals(k_prop, family, n_steps, df, symmetrize)
     ld = logdensity_fn(c, k)
     w, idx, acc, prob, pick, moved = _accept(k_u, ld, lg, state)
-    final = ChainState(jnp.where(moved, c[pick], state.centers), jnp.where(moved, k[pick], state.n_clusters),
-                       jnp.where(moved, ld[pick], state.logdensity),
-                       jnp.where(moved, w[pick], state.log_weight))
-    k_path = jnp.where(idx >= 0, k[jnp.maximum(idx, 0)], state.n_clusters)
-    info = ChainInfo(k_path, k, prob, acc, u)
+    final, info = _chain_end(state, c[pick], k, ld, w, idx, acc, prob, pick, moved, u)
     if not path_mean:
         return final, info
     wts, w0 = _path_weights(state, k, acc, final.n_clusters)
@@ -463,11 +459,7 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
     n_rebuild = n_blocks if path_mean else (jnp.clip(k[pick], 1, p) + blk - 1) // blk
     c_pick, c_sum = lax.fori_loop(0, n_rebuild,
                                   rebuild, (zeros, zeros))
-    final = ChainState(jnp.where(moved, c_pick[:p], state.centers), k_final,
-                       jnp.where(moved, ld[pick], state.logdensity),
-                       jnp.where(moved, w[pick], state.log_weight))
-    k_path = jnp.where(idx >= 0, k[jnp.maximum(idx, 0)], state.n_clusters)
-    info = ChainInfo(k_path, k, prob, acc, u)
+    final, info = _chain_end(state, c_pick[:p], k, ld, w, idx, acc, prob, pick, moved, u)
     if not path_mean:
         return final, info
     return final, info, _weighted_mean(wts, w0, c_sum[:p], state.centers)
@@ -485,6 +477,16 @@ def _accept(k_u, ld: Array, lg: Array, state: ChainState):
     log_u = jnp.log(_rng.uniforms(_rng.key_words(k_u), ld.shape, w.dtype))
     last, idx, acc, prob = _accept_scan(log_u, w, state.log_weight)
     return w, idx, acc, prob, jnp.maximum(last, 0), last >= 0
+
+
+def _chain_end(state: ChainState, c_pick, k, ld, w, idx, acc, prob, pick, moved, u):
+    """The chain's final state (the picked proposal, whose centres are ``c_pick``, if it moved) and its
+    `ChainInfo`, from `_accept`'s outputs; shared by the dense and the blocked chain."""
+    final = ChainState(jnp.where(moved, c_pick, state.centers), jnp.where(moved, k[pick], state.n_clusters),
+                       jnp.where(moved, ld[pick], state.logdensity),
+                       jnp.where(moved, w[pick], state.log_weight))
+    k_path = jnp.where(idx >= 0, k[jnp.maximum(idx, 0)], state.n_clusters)
+    return final, ChainInfo(k_path, k, prob, acc, u)
 
 
 def _path_weights(state: ChainState, k: Array, acc: Array, k_final):
