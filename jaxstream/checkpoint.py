@@ -87,6 +87,8 @@ def _package_version() -> str:
 # those checkpoints are refused.)
 ADDED_CONFIG_KEYS = {
     "landmark_mds": {"weighted": False},
+    # slpc before global_moves scored every deletion and reversal each round.
+    "slpc": {"global_moves": None},
 }
 
 

@@ -124,6 +124,16 @@ def test_config_keys_added_later_read_as_their_old_default(tmp_path):
         jax.random.key(0), x[:10]))
     with pytest.raises(CheckpointError, match="weighted: saved False vs learner '<absent>'"):
         checkpoint.load(tmp_path / "p.ckpt", P)
+    # slpc gained ``global_moves``; before it every deletion and reversal was
+    # scored each round, which is global_moves=None.
+    S = js.slpc(8, 64, t0=N_INIT)
+    ss = S.init(jax.random.key(0), x[:N_INIT])
+    checkpoint.save(tmp_path / "s.ckpt", S._replace(config={k: v for k, v in S.config.items() if k != "global_moves"}),
+                    ss)
+    back, _ = checkpoint.load(tmp_path / "s.ckpt", js.slpc(8, 64, t0=N_INIT, global_moves=None))
+    chex.assert_trees_all_equal(back, ss)
+    with pytest.raises(CheckpointError, match="global_moves: saved None vs learner 8"):
+        checkpoint.load(tmp_path / "s.ckpt", S)
 
 
 def test_tuple_and_list_configs_compare_equal(tmp_path):

@@ -225,8 +225,25 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
     cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else np.inf
     sm = lm._smallest(hD, jnp.min(hD, 0), jnp.argmin(hD, 0).astype(jnp.int32), jnp.float32(cap))
     length = js.geometry.polyline_length(V, s.n_vertices)
-    revs = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices, length)
-    dels = lm._score_deletions(s.hist_x, sm, w, V, s.n_vertices, length)
+    # Every deletion and every reversal: the offsets and the subset (G = V)
+    # are the identity, as `_global_stage` uses them on a short line.
+    G = V.shape[0]
+    jj, jj_ok = lm._rotating(jnp.float32(0.0), s.n_vertices, G)
+    kk, kk_ok = lm._rotating(jnp.float32(0.0), s.n_vertices - 1, G)
+    np.testing.assert_array_equal(np.asarray(jj)[:nv], np.arange(nv))
+    np.testing.assert_array_equal(np.asarray(jj_ok), np.arange(G) < nv)
+    revs = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices, length, kk, kk_ok)
+    dels = lm._score_deletions(s.hist_x, sm, w, V, s.n_vertices, length, jj, jj_ok)
+    # A rotating run of 3 that wraps round scores the same moves as the full set.
+    start = nv - 2
+    sub, sub_ok = lm._rotating(jnp.float32((start + 0.5) / nv), s.n_vertices, 3)
+    np.testing.assert_array_equal(np.asarray(sub), [nv - 2, nv - 1, 0])
+    assert np.all(np.asarray(sub_ok))
+    dsub = lm._score_deletions(s.hist_x, sm, w, V, s.n_vertices, length, sub, sub_ok)
+    np.testing.assert_allclose(np.asarray(dsub.delta_loss), np.asarray(dels.delta_loss)[[nv - 2, nv - 1, 0]],
+                               rtol=1e-6)
+    rsub = lm._score_reversals(s.hist_x, sm, w, V, s.n_vertices, length, sub, sub_ok)
+    np.testing.assert_array_equal(np.asarray(rsub.ok), np.asarray(revs.ok)[:, [nv - 2, nv - 1, 0]])
     loss = lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum()
     base = loss(v)
     for j in range(nv):
@@ -235,7 +252,7 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
         np.testing.assert_allclose(float(dels.delta_loss[j]), loss(line) - base, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(float(dels.new_len[j]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
                                    rtol=1e-5)
-    assert not np.any(np.asarray(dels.ok[nv:]))
+    assert not np.any(np.asarray(dels.ok[nv:]))  # repeats of the run are not moves
     seen = 0
     for side in (0, 1):
         for k in range(nv - 1):
@@ -249,12 +266,43 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
             np.testing.assert_allclose(float(revs.delta_loss[side, k]), ref, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(float(revs.new_len[side, k]),
                                        np.linalg.norm(np.diff(line, axis=0), axis=1).sum(), rtol=1e-5)
-            vi, newD = lm._commit_reversal(side, k, s.vertex_idx, s.n_vertices, hD, revs.new_seg)
+            vi, newD = lm._commit_reversal(side, k, s.vertex_idx, s.n_vertices, hD, revs.new_seg[side, k])
             got = np.asarray(vi[:nv], np.float64) * float(s.params.delta)
             np.testing.assert_allclose(got, line, atol=1e-6)
             np.testing.assert_allclose(np.asarray(newD)[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
             assert np.all(np.isinf(np.asarray(newD)[nv - 1:, :n]))
     assert seen == 2 * nv - 4
+
+
+def test_rotating_global_moves_delete_a_vertex_far_from_the_new_points():
+    """global_moves=1, no exploration: a spur put on the right end of a
+    curve is deleted while every new point arrives at the left end
+    (so the local window never reaches it): the run of one deletion a round,
+    starting at a uniform place, reaches every vertex."""
+    from jaxstream.curves import learner as lm
+    rng = np.random.default_rng(3)
+    def pts(n, hi):
+        t = rng.uniform(0, hi, n)
+        return np.stack([t, np.sin(0.8 * t) + 0.05 * rng.normal(size=n)], 1).astype(np.float32)
+
+    L = js.slpc(max_segments=10, history_size=128, global_moves=1, epsilon=0.0)
+    s = L.init(jax.random.key(0), pts(40, 10.0))
+    s, _ = js.run_stream(L, jax.random.key(1), pts(160, 10.0), s)
+    nv = int(s.n_vertices)
+    assert nv >= 5
+    v = np.asarray(s.vertices[:nv])
+    k = int(np.argmax(v[:-1, 0] + v[1:, 0]))  # the right-most segment
+    spur = 0.5 * (v[k] + v[k + 1]) + np.array([0.0, 5.0])
+    spur_idx = np.round((spur - np.asarray(s.centre)) / float(s.scale) / float(s.params.delta)).astype(np.int32)
+    vidx = np.asarray(s.vertex_idx)
+    vidx = np.concatenate([vidx[:k + 1], spur_idx[None], vidx[k + 1:-1]])
+    s = s._replace(vertex_idx=jnp.asarray(vidx), n_vertices=jnp.int32(nv + 1))
+    s = s._replace(hist_D=lm._segment_table(s.hist_x, s.std_vertices, s.n_vertices))
+    near_spur = lambda s: np.linalg.norm(np.asarray(s.vertices[:int(s.n_vertices)]) - spur, axis=1).min()
+    assert near_spur(s) < 0.1
+    s, info = js.run_stream(L, jax.random.key(2), pts(60, 1.5), s, trace="info")
+    assert near_spur(s) > 3.0
+    assert np.any(np.asarray(info.move) == lm.MOVE_DELETE)
 
 
 def test_sorted_residuals_and_noise_level_match_a_sort(learner, init, run):
@@ -655,13 +703,17 @@ def test_bad_input_raises_clear_errors(learner, cubic):
         js.slpc(init="kmeans")
     with pytest.raises(ValueError, match="penalty must be"):
         js.slpc(penalty="aic")
+    with pytest.raises(ValueError, match="global_moves"):
+        js.slpc(global_moves=0)
+    with pytest.raises(TypeError, match="global_moves"):
+        js.slpc(global_moves=2.5)
     bad = cubic[20:30].copy()
     bad[2, 1] = np.inf
     with pytest.raises(ValueError, match="index 2"):
         js.run_stream(learner, jax.random.key(0), bad, s)
     assert learner.config == dict(learner="slpc", max_segments=50, history_size=512, window=2, t0=20,
                                   explore_steps=3, init="fit", init_rounds=100, penalty="noise",
-                                  state_layout=pc.learner.STATE_LAYOUT)
+                                  global_moves=8, state_layout=pc.learner.STATE_LAYOUT)
 
 
 def test_checkpoint_of_another_state_layout_is_refused(cubic, tmp_path):

@@ -26,10 +26,11 @@ Design:
 * **Dense, branch-free round.** The history (``history_size`` rows plus one
   scratch row for x_t) caches every point's squared distance to every
   segment slot, ``hist_D[p, H+1]`` (segment-major). A round scores all C
-  candidates × their W+2 local segments × all H+1 rows with masks, and every
-  single-vertex deletion and end reversal from each row's three smallest
-  cached distances: no compaction, no data-dependent loop, no truncation —
-  every candidate's objective is exact. After the choice the cache is
+  candidates × their W+2 local segments × all H+1 rows with masks, and G
+  single-vertex deletions and G end reversals at each end (a rotating run;
+  all of them when the line is short) from each row's three smallest cached
+  distances: no compaction, no data-dependent loop, no truncation — every
+  candidate's objective is exact. After the choice the cache is
   rebuilt by one gather of whole rows (old rows shifted by the change in the
   number of vertices, the winner's new rows, already computed). Randomness is
   one uniform draw per round (counter-mode Threefry-2x32, unrolled).
@@ -153,6 +154,7 @@ class Config(NamedTuple):
     init: str = "fit"
     init_rounds: int = 100
     penalty: str = "noise"
+    global_moves: int | None = 8
 
 
 class Proposal(NamedTuple):
@@ -324,8 +326,9 @@ class _Draws(NamedTuple):
     explore: Array  # bool
     gumbel: Array  # (V−1,)
     z: Array  # (C,) Exp(1) for the local candidates
-    z_del: Array  # (V,) Exp(1) for the global deletions
-    z_rev: Array  # (2, V−1) Exp(1) for the end reversals
+    z_del: Array  # (G,) Exp(1) for the global deletions
+    z_rev: Array  # (2, G) Exp(1) for the end reversals
+    offset: Array  # (2,) uniforms in [0, 1): where the deletions' and the reversals' rotating subsets start
 
 
 def _uniform(key, n: int, dt):
@@ -346,12 +349,36 @@ def _uniform(key, n: int, dt):
     return jnp.maximum(u, jnp.finfo(dt).tiny)
 
 
-def _draw(key, n_segs: int, C: int, epsilon, dt) -> _Draws:
-    """All of a round's randomness from one uniform draw."""
-    u = _uniform(key, 2 + n_segs + C + n_segs + 1 + 2 * n_segs, dt)
-    e = -jnp.log(u[2 + n_segs:])
-    return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[2:2 + n_segs])), e[:C], e[C:C + n_segs + 1],
-                  e[C + n_segs + 1:].reshape(2, n_segs))
+def _draw(key, n_segs: int, C: int, G: int, epsilon, dt) -> _Draws:
+    """All of a round's randomness from one uniform draw (G: global moves of each kind)."""
+    u = _uniform(key, 4 + n_segs + C + 3 * G, dt)
+    e = -jnp.log(u[4 + n_segs:])
+    return _Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[4:4 + n_segs])), e[:C], e[C:C + G],
+                  e[C + G:].reshape(2, G), u[2:4])
+
+
+def _n_global(config: Config, V: int) -> int:
+    """G, the number of deletions (and of reversals per end) scored per round."""
+    g = config.global_moves
+    return V if g is None else min(g, V)
+
+
+def _rotating(offset, n, G: int):
+    """G indices (offset·n + i) mod n, i < G, and which are distinct (i < n):
+    a run of G consecutive items starting at a uniform place, wrapping round."""
+    n = jnp.maximum(n, 1)
+    i = jnp.arange(G)
+    start = jnp.minimum((offset * n.astype(offset.dtype)).astype(jnp.int32), n - 1)
+    return (start + i) % n, i < n
+
+
+def _materialise(x):
+    """x, computed once: the identity as a reduction (max with −inf), which
+    XLA cannot fuse into its consumers. (XLA:CPU drops
+    `lax.optimization_barrier`.) Without it a scalar such as σ̂² — a chain of
+    dynamic slices of the sorted residuals — is recomputed for every element
+    of every (·, H+1) table that uses it."""
+    return jnp.max(jnp.stack([x, jnp.full_like(x, -jnp.inf)]), 0)
 
 
 def _first_argmin(D, m):
@@ -510,7 +537,7 @@ def _choose_window(draws, seg, valid, anchor_x, hx, verts, nv, config, dt) -> _W
     """
     V = verts.shape[0]
     seg_ok = jnp.arange(V - 1) < nv - 1
-    counts = jnp.sum((seg[:, None] == jnp.arange(V - 1)[None]) & valid[:, None], 0).astype(dt)
+    counts = jnp.zeros((V - 1,), dt).at[seg].add(valid.astype(dt))
     logits = jnp.where(seg_ok, -jnp.log1p(counts) + draws.gumbel, -jnp.inf)
     rnd_seg = jnp.argmax(logits).astype(jnp.int32)
     anchor = jnp.where(draws.explore, rnd_seg, anchor_x)
@@ -583,9 +610,14 @@ def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv, cap):
     j = jnp.arange(Vm1)
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
     base = jnp.minimum(jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0), cap)  # (H+1,) unchanged segments
-    d2l, _ = cand.seg_d2_points(hx, c.seq[:, :-1], c.seq[:, 1:])  # (C, W+2, H+1)
-    d2l = jnp.where(c.lseg_ok[..., None], d2l, jnp.inf)
-    new = jnp.minimum(base[None], jnp.min(d2l, 1))
+    # One (C, H+1) distance table per local segment slot, folded into a
+    # running minimum: XLA fuses the whole loop into one pass over (C, H+1).
+    # (A (C, W+2, H+1) table reduced over its middle axis was materialised
+    # and reduced by a slow library call: ~40 % of a round on CPU.)
+    new = jnp.broadcast_to(base[None], (c.seq.shape[0], hx.shape[0]))
+    for k in range(c.seq.shape[1] - 1):
+        d2k, _ = cand.seg_d2_points(hx, c.seq[:, k], c.seq[:, k + 1])  # (C, H+1)
+        new = jnp.minimum(new, jnp.where(c.lseg_ok[:, k, None], d2k, jnp.inf))
     return jnp.sum(jnp.where(w[None] > 0, w[None] * (new - jnp.minimum(dmin, cap)[None]), 0.0), 1)
 
 
@@ -635,36 +667,41 @@ def _local_move(c: _Cands, win: _Window, winner, vidx, nv) -> _Move:
     return _Move(new_vidx, nv + shift, old_col, from_local, jnp.clip(j - start, 0, W + 1))
 
 
-def _apply(move: _Move, hD, new_rows):
+def _apply(move: _Move, hD, new_rows, slot=None):
     """The new distance cache (V−1, H+1): one gather of whole rows from the
     old cache, the move's new rows (K, H+1) and a row of inf (inactive slots).
 
-    The row indices are worked out first, on (V−1,) vectors; the gather then
-    only copies contiguous rows.
+    The row indices are worked out first, on (V−1,) vectors. ``slot``: the
+    history row that takes the scratch row H's distances (the reservoir's
+    choice; H for none), folded into the same gather rather than a second
+    pass over the whole cache.
     """
     Vm1, K = hD.shape[0], new_rows.shape[0]
     j = jnp.arange(Vm1)
     src = jnp.where(move.is_new, Vm1 + move.new_idx, move.old_col)
     src = jnp.where(j < move.nv - 1, src, Vm1 + K)
     table = jnp.concatenate([hD, new_rows, jnp.full((1, hD.shape[1]), jnp.inf, hD.dtype)], 0)
-    return table[src]
+    if slot is None:
+        return table[src]
+    col = jnp.arange(hD.shape[1])
+    return table[src[:, None], jnp.where(col == slot, hD.shape[1] - 1, col)[None, :]]
 
 
 def _select(flag, a: _Move, b: _Move) -> _Move:
     return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)
 
 
-def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, hx):
+def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, hx, slot=None):
     """The chosen local line and the shifted distance cache."""
     mv = _local_move(c, win, winner, vidx, nv)
-    return mv.vidx, mv.nv, _apply(mv, hD, _local_rows(c, winner, hx))
+    return mv.vidx, mv.nv, _apply(mv, hD, _local_rows(c, winner, hx), slot)
 
 
 class _Deletions(NamedTuple):
-    delta_loss: Array  # (V,) Δ(weighted loss) of deleting vertex j
-    new_len: Array  # (V,)
-    ok: Array  # (V,)
-    chord: Array  # (V−2, H+1) distances to the chord v_{j−1} v_{j+1}
+    delta_loss: Array  # (G,) Δ(weighted loss) of deleting vertex js[i]
+    new_len: Array  # (G,)
+    ok: Array  # (G,)
+    chord: Array  # (G, H+1) distances to the chord v_{j−1} v_{j+1}
 
 
 class _Smallest(NamedTuple):
@@ -700,33 +737,31 @@ def _min_without(sm: _Smallest, k1, k2=None):
     return jnp.where(~out1, sm.m1[None], jnp.where(~out2, sm.m2[None], sm.m3[None]))
 
 
-def _score_deletions(hx, sm: _Smallest, w, verts, nv, length) -> _Deletions:
-    """Deleting any one vertex of f̂, every vertex at once (dense).
+def _score_deletions(hx, sm: _Smallest, w, verts, nv, length, js, distinct) -> _Deletions:
+    """Deleting vertex j of f̂, for each j of js (G,) at once (dense).
 
     The local window only ever sees the line near x (or one random place);
     vertices the data have left behind (a segment across an empty region)
     would wait for an exploration round to be pruned. Deleting vertex j
     replaces segments j−1 and j by the chord v_{j−1} v_{j+1}; with each row's
-    three smallest cached distances every deletion costs O(H) — all V of them
-    O(H·V), the size of the cache.
+    three smallest cached distances each deletion costs O(H). ``distinct``
+    (G,) marks the entries of js that are not repeats.
     """
     V = verts.shape[0]
     big = jnp.asarray(jnp.inf, sm.m1.dtype)
-    chord, _ = cand.seg_d2_points(hx, verts[:-2], verts[2:])  # (V−2, H+1)
-    j = jnp.arange(V)
-    interior = (j >= 1) & (j <= nv - 2)
-    chord_j = jnp.concatenate([jnp.full((1, hx.shape[0]), big), chord, jnp.full((1, hx.shape[0]), big)], 0)
-    kept = _min_without(sm, j[:, None] - 1, j[:, None])  # (V, H+1)
-    new = jnp.minimum(kept, jnp.where(interior[:, None], chord_j, big))
+    prev, nxt = verts[jnp.clip(js - 1, 0, V - 1)], verts[jnp.clip(js + 1, 0, V - 1)]
+    chord, _ = cand.seg_d2_points(hx, prev, nxt)  # (G, H+1)
+    interior = (js >= 1) & (js <= nv - 2)
+    kept = _min_without(sm, js[:, None] - 1, js[:, None])  # (G, H+1)
+    new = jnp.minimum(kept, jnp.where(interior[:, None], chord, big))
     dl = jnp.sum(jnp.where(w[None] > 0, w[None] * (new - sm.m1[None]), 0.0), 1)
     seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
     seg_len = jnp.where(jnp.arange(V - 1) < nv - 1, seg_len, 0.0)
-    zero = jnp.zeros((1,), seg_len.dtype)
-    left_len = jnp.concatenate([zero, seg_len])  # segment j−1
-    right_len = jnp.concatenate([seg_len, zero])  # segment j
-    chord_len = jnp.concatenate([zero, jnp.sqrt(jnp.sum((verts[2:] - verts[:-2]) ** 2, 1)), zero])
+    left_len = jnp.where(js >= 1, seg_len[jnp.clip(js - 1, 0, V - 2)], 0.0)  # segment j−1
+    right_len = seg_len[jnp.clip(js, 0, V - 2)] * (js <= V - 2)  # segment j (0 past the last)
+    chord_len = jnp.sqrt(jnp.sum((nxt - prev) ** 2, 1))
     new_len = length - left_len - right_len + jnp.where(interior, chord_len, 0.0)
-    ok = (j < nv) & (nv >= 3) & jnp.isfinite(dl)
+    ok = distinct & (js < nv) & (nv >= 3) & jnp.isfinite(dl)
     return _Deletions(dl, new_len, ok, chord)
 
 
@@ -741,21 +776,22 @@ def _deletion_move(j, vidx, nv, new_idx) -> _Move:
                  jnp.full((V - 1,), new_idx, jnp.int32))
 
 
-def _commit_deletion(j, vidx, nv, hD, chord):
-    V = vidx.shape[0]
+def _commit_deletion(j, vidx, nv, hD, chord_row):
+    """The line and cache after deleting vertex j; chord_row (H+1,) is the
+    chord's distance row (``_Deletions.chord`` at j's entry)."""
     mv = _deletion_move(j, vidx, nv, 0)
-    return mv.vidx, mv.nv, _apply(mv, hD, chord[jnp.clip(j - 1, 0, V - 3)][None])
+    return mv.vidx, mv.nv, _apply(mv, hD, chord_row[None])
 
 
 class _Reversals(NamedTuple):
-    delta_loss: Array  # (2, V−1) Δ(weighted loss) of reversing the prefix / suffix at segment k
-    new_len: Array  # (2, V−1)
-    ok: Array  # (2, V−1)
-    new_seg: Array  # (2, V−1, H+1) distances to the new segment
+    delta_loss: Array  # (2, G) Δ(weighted loss) of reversing the prefix / suffix at segment ks[i]
+    new_len: Array  # (2, G)
+    ok: Array  # (2, G)
+    new_seg: Array  # (2, G, H+1) distances to the new segment
 
 
-def _score_reversals(hx, sm: _Smallest, w, verts, nv, length) -> _Reversals:
-    """2-opt moves at an end of the line, every one at once (dense).
+def _score_reversals(hx, sm: _Smallest, w, verts, nv, length, ks, distinct) -> _Reversals:
+    """2-opt moves at an end of the line, at each segment k of ks (G,) (dense).
 
     Reversing the prefix v_0 … v_k replaces segment k by (v_0, v_{k+1});
     reversing the suffix v_{k+1} … v_last replaces it by (v_k, v_last). The
@@ -763,19 +799,20 @@ def _score_reversals(hx, sm: _Smallest, w, verts, nv, length) -> _Reversals:
     cached distances each move costs O(H). The local search cannot make
     these moves: a line that visits clusters in the wrong order keeps a
     chord across an empty region between them, however the vertices move.
+    ``distinct`` (G,) marks the entries of ks that are not repeats.
     """
     V = verts.shape[0]
-    kept = _min_without(sm, jnp.arange(V - 1)[:, None])  # (V−1, H+1)
+    kept = _min_without(sm, ks[:, None])  # (G, H+1)
     last = verts[jnp.maximum(nv - 1, 0)]
-    ends_a = jnp.stack([jnp.broadcast_to(verts[0], verts[1:].shape), verts[:-1]])  # (2, V−1, d)
-    ends_b = jnp.stack([verts[1:], jnp.broadcast_to(last, verts[1:].shape)])
-    new_seg, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, V−1, H+1)
+    v_k, v_k1 = verts[jnp.clip(ks, 0, V - 1)], verts[jnp.clip(ks + 1, 0, V - 1)]
+    ends_a = jnp.stack([jnp.broadcast_to(verts[0], v_k.shape), v_k])  # (2, G, d)
+    ends_b = jnp.stack([v_k1, jnp.broadcast_to(last, v_k.shape)])
+    new_seg, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, G, H+1)
     new = jnp.minimum(kept[None], new_seg)
     dl = jnp.sum(jnp.where(w > 0, w * (new - sm.m1), 0.0), -1)
-    k = jnp.arange(V - 1)
-    seg_len = jnp.sqrt(jnp.sum((verts[1:] - verts[:-1]) ** 2, 1))
+    seg_len = jnp.sqrt(jnp.sum((v_k1 - v_k) ** 2, 1))
     new_len = length - seg_len[None] + jnp.sqrt(jnp.sum((ends_b - ends_a) ** 2, -1))
-    ok = jnp.stack([(k >= 1) & (k <= nv - 2), k <= nv - 3]) & jnp.isfinite(dl)
+    ok = jnp.stack([(ks >= 1) & (ks <= nv - 2), ks <= nv - 3]) & distinct[None] & jnp.isfinite(dl)
     return _Reversals(dl, new_len, ok, new_seg)
 
 
@@ -793,25 +830,31 @@ def _reversal_move(side, k, vidx, nv, new_idx) -> _Move:
                  jnp.full((V - 1,), new_idx, jnp.int32))
 
 
-def _commit_reversal(side, k, vidx, nv, hD, new_seg):
-    """The line and cache after reversing the prefix (side 0) or suffix (side 1) at segment k."""
+def _commit_reversal(side, k, vidx, nv, hD, new_row):
+    """The line and cache after reversing the prefix (side 0) or suffix (side
+    1) at segment k; new_row (H+1,) is the new segment's distance row."""
     mv = _reversal_move(side, k, vidx, nv, 0)
-    return mv.vidx, _apply(mv, hD, new_seg[side, k][None])
+    return mv.vidx, _apply(mv, hD, new_row[None])
 
 
 def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
-                  local: _Move, loc_rows, move_local):
-    """Score every single-vertex deletion and every end reversal; the best of
-    them replaces the local winner if its objective is lower. The cache is
-    rewritten once, for the move that won."""
+                  local: _Move, loc_rows, move_local, slot):
+    """Score G single-vertex deletions and G end reversals at each end (all
+    of them when the line has at most G vertices; otherwise a run of G
+    consecutive ones starting at a uniform place, so each is scored every
+    ~nv/G rounds); the best of them replaces the local winner if its
+    objective is lower. The cache is rewritten once, for the move that won."""
     V = verts.shape[0]
+    G = draws.z_del.shape[0]
     dt = verts.dtype
     Wl = loc_rows.shape[0]
     length = geometry.polyline_length(verts, nv)
-    dels = _score_deletions(hx, sm, w, verts, nv, length)
-    ns_del = jnp.full((V,), nv - 2, dt)
-    revs = _score_reversals(hx, sm, w, verts, nv, length)
-    ns_rev = jnp.full(revs.new_len.shape, nv - 1, dt)
+    js, js_ok = _rotating(draws.offset[0], nv, G)
+    ks, ks_ok = _rotating(draws.offset[1], nv - 1, G)
+    dels = _score_deletions(hx, sm, w, verts, nv, length, js, js_ok)
+    revs = _score_reversals(hx, sm, w, verts, nv, length, ks, ks_ok)
+    ns_del = jnp.full((G,), nv - 2, dt)
+    ns_rev = jnp.full((2, G), nv - 1, dt)
     if config.penalty == "noise":
         price_del = noise_price(ns_del, dels.new_len, draws.z_del, sigma2, n_tot, d, prm)
         price_rev = noise_price(ns_rev, revs.new_len, draws.z_rev, sigma2, n_tot, d, prm)
@@ -819,12 +862,13 @@ def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, pr
         price_del = theory_price(ns_del, dels.new_len, draws.z_del, n_tot, p, d, prm)
         price_rev = theory_price(ns_rev, revs.new_len, draws.z_rev, n_tot, p, d, prm)
     obj_del = jnp.where(dels.ok & (dels.new_len <= prm.L), dels.delta_loss + price_del, jnp.inf)
-    j_del = jnp.argmin(obj_del)
-    use_del = obj_del[j_del] < obj_local
+    i_del = jnp.argmin(obj_del)
+    j_del = js[i_del]
+    use_del = obj_del[i_del] < obj_local
     obj_rev = jnp.where(revs.ok & (revs.new_len <= prm.L), revs.delta_loss + price_rev, jnp.inf).reshape(-1)
     i_rev = jnp.argmin(obj_rev)
-    use_rev = obj_rev[i_rev] < jnp.minimum(obj_local, obj_del[j_del])
-    side, k_rev = i_rev // (V - 1), i_rev % (V - 1)
+    use_rev = obj_rev[i_rev] < jnp.minimum(obj_local, obj_del[i_del])
+    side, k_rev = i_rev // G, ks[i_rev % G]
     mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv, Wl + 1),
                  _select(use_del, _deletion_move(j_del, vidx, nv, Wl), local))
     # The two global winners' rows, recomputed (see `_local_rows`): the
@@ -837,7 +881,7 @@ def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, pr
     glob_rows, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, H+1)
     new_rows = jnp.concatenate([loc_rows, glob_rows], 0)
     move_won = jnp.where(use_rev, MOVE_REVERSE, jnp.where(use_del, MOVE_DELETE, move_local))
-    return mv.vidx, mv.nv, _apply(mv, hD, new_rows), move_won
+    return mv.vidx, mv.nv, _apply(mv, hD, new_rows, slot), move_won
 
 
 def _round(key, state: State, u, config: Config, *, store: bool = True, inspect: bool = False):
@@ -850,7 +894,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     C = n_candidates(W)
     vidx, nv = state.vertex_idx, state.n_vertices
     verts = vidx.astype(dt) * prm.delta
-    draws = _draw(key, V - 1, C, prm.epsilon, dt)
+    draws = _draw(key, V - 1, C, _n_global(config, V), prm.epsilon, dt)
 
     # Observe: x_t in the scratch row, its distances to every segment.
     hx = state.hist_x.at[H].set(u)
@@ -875,7 +919,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
-    cap = _loss_cap(sigma2, d, prm, config)
+    sigma2 = _materialise(sigma2)
+    cap = _materialise(_loss_cap(sigma2, d, prm, config))
     dl = _score(c, win, hx, hD, dmin, w, nv, cap)
 
     # Price and choice.
@@ -889,25 +934,28 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     feasible = c.ok & (c.m >= 0) & (new_ns >= 1) & (new_ns <= p) & (new_len <= prm.L) & jnp.isfinite(obj)
     feasible = feasible.at[0].set(True)
     winner = jnp.argmin(jnp.where(feasible, obj, jnp.inf))
-    # Global deletions and end reversals compete with the local winner (a
-    # line of one segment has none).
-    if V >= 3:
-        new_vidx, new_nv, newD, move_won = _global_stage(
-            draws, hx, hD, _smallest(hD, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
-            obj[winner], _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner])
-    else:
-        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, hx)
-        move_won = c.move[winner]
 
-    # Offer x_t to the reservoir (Vitter's algorithm R).
+    # Where the reservoir puts x_t (Vitter's algorithm R): its row of the
+    # new cache is written by the same gather that rebuilds the cache.
     n_seen = state.n_seen + int(store)
     full = state.n_stored >= H
     j_res = jnp.minimum((draws.reservoir * n_seen.astype(dt)).astype(jnp.int32), n_seen - 1)
     put = store & ((~full) | (j_res < H))
     slot = jnp.where(full, j_res, state.n_stored)
     slot = jnp.where(put, slot, H)  # H: the scratch row writes onto itself
+
+    # Global deletions and end reversals compete with the local winner (a
+    # line of one segment has none).
+    if V >= 3:
+        new_vidx, new_nv, newD, move_won = _global_stage(
+            draws, hx, hD, _smallest(hD, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
+            obj[winner], _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner], slot)
+    else:
+        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, hx, slot)
+        move_won = c.move[winner]
+
+    # Offer x_t to the reservoir.
     hx = hx.at[slot].set(hx[H])
-    newD = newD.at[:, slot].set(newD[:, H])
     sr = _sorted_replace(state.sorted_r, hr[slot], put & full, hr[H], put)
     se = _sorted_replace(state.sorted_e, he[slot], put & full, he[H], put)
     hr = hr.at[slot].set(hr[H])
@@ -957,7 +1005,7 @@ def propose(key, state: State, x: Array, config: Config = Config()) -> tuple[Sta
 
 def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
          explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-         **param_kwargs) -> StreamLearner:
+         global_moves: int | None = 8, **param_kwargs) -> StreamLearner:
     """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
 
     Args:
@@ -978,6 +1026,12 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
       penalty: ``"noise"`` (default, equivariant: segments priced in units of
         the residual variance, see `jaxstream.curves.objective`) or
         ``"theory"`` (the paper's h(f)/η_t, in standardised units).
+      global_moves: G, how many single-vertex deletions, and how many end
+        reversals at each end, compete with the local winner each round: a
+        run of G consecutive ones starting at a uniform place, so each is
+        scored every ~K/G rounds on a line of K segments. None scores all
+        of them every round (the cost of a round then grows with
+        ``max_segments``: about 3× the default's at the default capacities).
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
         the cap on one point's loss in the objective, in noise variances;
@@ -1000,7 +1054,9 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         raise ValueError(f"penalty must be 'noise' or 'theory'; got {penalty!r}")
     if t0 > history_size:
         raise ValueError(f"history_size={history_size} must be at least t0={t0}")
-    config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty)
+    if global_moves is not None:
+        global_moves = check_capacity(global_moves, "global_moves")
+    config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves)
     defaults = default_params(**param_kwargs)
 
     def _init(key, x_init, params=None):
