@@ -372,15 +372,6 @@ def _rotating(offset, n, G: int):
     return (start + i) % n, i < n
 
 
-def _materialise(x):
-    """x, computed once: the identity as a reduction (max with −inf), which
-    XLA cannot fuse into its consumers. (XLA:CPU drops
-    `lax.optimization_barrier`.) Without it a scalar such as σ̂² — a chain of
-    dynamic slices of the sorted residuals — is recomputed for every element
-    of every (·, H+1) table that uses it."""
-    return jnp.max(jnp.stack([x, jnp.full_like(x, -jnp.inf)]), 0)
-
-
 def _first_argmin(D, m):
     """Index of the first minimum of D (K, n) over its first axis, given its
     minimum m (n,).
@@ -919,8 +910,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
-    sigma2 = _materialise(sigma2)
-    cap = _materialise(_loss_cap(sigma2, d, prm, config))
+    cap = _loss_cap(sigma2, d, prm, config)
     dl = _score(c, win, hx, hD, dmin, w, nv, cap)
 
     # Price and choice.
