@@ -217,7 +217,7 @@ def _segment_table(P, verts, nv):
 
 def _nn_residual(u, P, valid):
     """Squared distance of u (d,) to the segment joining its two nearest valid rows of P."""
-    d2 = jnp.where(valid, jnp.sum((P - u) ** 2, 1), jnp.inf)
+    d2 = jnp.where(valid, _coord_sum((P - u) ** 2), jnp.inf)
     i1 = jnp.argmin(d2)
     i2 = jnp.argmin(d2.at[i1].set(jnp.inf))
     r, _ = cand.seg_d2_points(u[None], P[i1], P[i2])
@@ -372,15 +372,22 @@ def _rotating(offset, n, G: int):
     return (start + i) % n, i < n
 
 
+def _coord_sum(a):
+    """Sum over the last (coordinate) axis of a (..., d), written out: XLA
+    fuses it into the elementwise loop, where a reduction over a minor axis
+    of size d went to a library call that cost ~10 µs per stream and round
+    under `vmap`."""
+    return sum(a[..., k] for k in range(a.shape[-1]))
+
+
 def _first_argmin(D, m):
     """Index of the first minimum of D (K, n) over its first axis, given its
     minimum m (n,).
 
     A min-reduction of indices where D equals m: on CPU, twice as fast as
     `jnp.argmin`'s variadic (value, index) reduction, which XLA does not
-    vectorise. D must be materialised (see `_round`): if XLA fused D's
-    computation into both the min and the comparison it could round them
-    differently, and then nothing would compare equal.
+    vectorise. The comparison is exact when D's values are selected, not
+    recomputed, between the min and here (the cache is).
     """
     idx = jnp.arange(D.shape[0], dtype=jnp.int32)[:, None]
     return jnp.min(jnp.where(D == m[None], idx, D.shape[0]), 0).clip(max=D.shape[0] - 1)
@@ -538,7 +545,7 @@ def _choose_window(draws, seg, valid, anchor_x, hx, verts, nv, config, dt) -> _W
     cnt = jnp.sum(in_n)
     nbar = jnp.sum(jnp.where(in_n[:, None], hx, 0.0), 0) / jnp.maximum(cnt, 1)
     nbar = jnp.where(cnt > 0, nbar, 0.5 * (verts[anchor] + verts[anchor + 1]))
-    rad = jnp.sqrt(jnp.max(jnp.where(in_n, jnp.sum((hx - nbar) ** 2, 1), 0.0)))
+    rad = jnp.sqrt(jnp.max(jnp.where(in_n, _coord_sum((hx - nbar) ** 2), 0.0)))
     a, b = cand.window_run(verts, nv, anchor, nbar, rad, config.window)
     return _Window(a, b, draws.explore, steps)
 
@@ -906,7 +913,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     sigma2 = _noise_level(state.sorted_e, state.sorted_r, state.n_stored, he[H], hr[H], jnp.asarray(store), d)
     A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
     ab = B - A
-    tpar = jnp.clip(jnp.sum((hx - A) * ab, 1) / jnp.maximum(jnp.sum(ab * ab, 1), 1e-30), 0.0, 1.0)
+    tpar = jnp.clip(_coord_sum((hx - A) * ab) / jnp.maximum(_coord_sum(ab * ab), 1e-30), 0.0, 1.0)
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
     c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
