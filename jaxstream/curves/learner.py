@@ -897,7 +897,9 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     # Observe: x_t in the scratch row, its distances to every segment.
     hx = state.hist_x.at[H].set(u)
     hD = state.hist_D.at[:, H].set(_segment_table(u[None], verts, nv)[:, 0])
-    hD = lax.optimization_barrier(hD)  # materialised once: exact comparisons with its minima
+    # Materialised once where the backend honours the barrier (XLA:CPU drops
+    # it; `_first_argmin`'s comparisons are exact either way).
+    hD = lax.optimization_barrier(hD)
     rows = jnp.arange(H + 1)
     r_x = _nn_residual(u, state.hist_x, rows < jnp.minimum(state.n_stored, NN_ROWS))
     hr = state.hist_r.at[H].set(jnp.where(store, r_x, state.hist_r[H]))
@@ -1028,7 +1030,8 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         run of G consecutive ones starting at a uniform place, so each is
         scored every ~K/G rounds on a line of K segments. None scores all
         of them every round (the cost of a round then grows with
-        ``max_segments``: about 3× the default's at the default capacities).
+        ``max_segments``: about 1.2× the default's at the default
+        capacities on CPU).
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
         the cap on one point's loss in the objective, in noise variances;
