@@ -641,8 +641,9 @@ def test_exploration_rate_and_exponential_perturbations(trained):
     _, s, _ = trained
     x = jnp.asarray(s.vertices[0])
     explore, z = [], []
-    for k in jax.random.split(jax.random.key(7), 2000):  # the shared compiled propose, round by round
-        _, info, p = _jit(pc.propose)(k, s, x)
+    keys = jax.random.split(jax.random.key(7), 2000)
+    for i in range(len(keys)):  # the shared compiled propose, round by round
+        _, info, p = _jit(pc.propose)(keys[i], s, x)
         explore.append(info.explore)
         z.append(p.z)
     n_exp = int(np.asarray(explore).sum())
@@ -665,15 +666,16 @@ def test_uniform_bits_are_threefry_2x32():
     on counters (c, 0) (the hash itself: tests/test_rng.py)."""
     from jax.extend.random import threefry_2x32 as jax_threefry
 
+    uniform = jax.jit(pc.learner._uniform, static_argnums=(1, 2))
     for seed in (0, 1, 12345):
         kd = np.asarray(jax.random.key_data(jax.random.key(seed)), np.uint32)
         m = 37
         ref = np.asarray(jax_threefry(kd, np.concatenate([np.arange(m, dtype=np.uint32), np.zeros(m, np.uint32)])))
-        u = np.asarray(pc.learner._uniform(jax.random.key(seed), 2 * m, jnp.float32), np.float64)
+        u = np.asarray(uniform(jax.random.key(seed), 2 * m, jnp.float32), np.float64)
         np.testing.assert_array_equal(u, np.maximum((ref >> 8) * 2.0 ** -24, np.finfo(np.float32).tiny))
-        np.testing.assert_array_equal(pc.learner._uniform(jnp.asarray(kd), 2 * m, jnp.float32), u)  # raw key
+        np.testing.assert_array_equal(uniform(jnp.asarray(kd), 2 * m, jnp.float32), u)  # raw key
         with jax.enable_x64(True):
-            u64 = np.asarray(pc.learner._uniform(jax.random.key(seed), m, jnp.float64))
+            u64 = np.asarray(uniform(jax.random.key(seed), m, jnp.float64))
         ref0, ref1 = ref[:m].astype(np.uint64), ref[m:].astype(np.uint64)
         np.testing.assert_array_equal(u64 * 2.0 ** 53, ((ref0 >> 5) << 26) + (ref1 >> 6))
 
