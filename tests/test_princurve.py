@@ -209,7 +209,7 @@ def test_principal_curve_matches_loop_reference(arc):
         np.testing.assert_allclose(float(fit.dist), ref["dist"], rtol=1e-9)
         np.testing.assert_allclose(np.asarray(fit.vertices[:len(arc)]), ref["vertices"], atol=1e-9)
         np.testing.assert_allclose(np.asarray(fit.lam[slots]), ref["lam"], atol=1e-9)
-        sq = polyline_sq_dist(jnp.asarray(arc), fit.vertices, fit.n_vertices)
+        sq = jax.jit(polyline_sq_dist)(jnp.asarray(arc), fit.vertices, fit.n_vertices)
         np.testing.assert_allclose(np.asarray(sq), np.asarray(fit.sqdist[slots]), atol=1e-12)
         np.testing.assert_allclose(float(jnp.sum(sq)), float(fit.dist), rtol=1e-12)
 
@@ -264,7 +264,7 @@ def test_points_on_a_straight_line_have_zero_loss():
         fit = pc.principal_curve(big, mask)
         assert float(fit.dist) < 1e-20
         new = np.array([1.0, 2.0]) + np.array([-1.5, 0.1, 2.9])[:, None] * direction
-        assert float(jnp.max(polyline_sq_dist(jnp.asarray(new), fit.vertices, fit.n_vertices))) < 1e-20
+        assert float(jnp.max(jax.jit(polyline_sq_dist)(jnp.asarray(new), fit.vertices, fit.n_vertices))) < 1e-20
 
 
 def test_jit_and_eager_agree():
@@ -296,9 +296,10 @@ def test_sequential_equals_loop_of_single_fits():
     assert res.losses.shape == (30,)
     assert np.all(np.isnan(np.asarray(res.losses[:t0])))
     total = 0.0
+    sq_dist = jax.jit(polyline_sq_dist)
     for t in range(t0, 30):
         fit = pc.principal_curve(xs[:29], np.arange(29) < t)
-        loss = float(polyline_sq_dist(jnp.asarray(xs[t:t + 1]), fit.vertices, fit.n_vertices)[0])
+        loss = float(sq_dist(jnp.asarray(xs[t:t + 1]), fit.vertices, fit.n_vertices)[0])
         assert float(res.losses[t]) == pytest.approx(loss, rel=1e-4, abs=1e-6), t
         assert int(res.n_iter[t]) == int(fit.n_iter)
         total += loss
