@@ -15,21 +15,28 @@ Speed: one stream T=500/5000 (compile apart from steady state), the round's
 FLOPs and bytes from XLA's cost analysis, run_streams for B=1 and B=128 in
 the same run (stream-updates/s).
 
-Measured 2026-11-23 (code 9ac3508: loss cap outlier_scale 400, h_scale 0.5;
-2-core CPU shared with other jobs, load 2-5):
-  * cubic T=500: 7.62 (3.28), segments 8-11; Table 2: 6.52 (2.13) (target
-    6.8 met; seeds 100-109: 5.59 (0.83)); helix: 4.81 = 2.49× truth (the
-    nearest-past-point baseline is 4.42 on this stream); seismic: R² 0.9925
-    (min 0.9914), 13-18 segments, curve length > 3° from every event
-    62/48/43/61/41° over 5 keys (was 79-114°; hand-drawn plate-boundary
-    curve 39°): the chords left are the jump from the Marianas to New
-    Guinea, the southern end to 141°E 53°S, and on 2 keys of 5 a spike to
-    the single event at 146°E 21°S (a near-tie of the objective); scale
-    sweep: loss/a² 9.26-9.29, segments 9-11.
-  * speed (load from other benchmarks, upper bounds): one stream T=5000
-    7.9 s steady, 19 segments; 3.87 MFLOP and 4.16 MB per round;
-    run_streams T=1000: B=1 804, B=128 1,801 stream-updates/s (2.2×).
-    The ab3c033 figures measured with less load: T=5000 2.2-2.8 s.
+Measured 2026-11-23 (code 962988a: global_moves 8, loss cap outlier_scale
+400, h_scale 0.5; 2-core CPU, quality with another job sharing it):
+  * cubic T=500: 8.05 (3.43), segments 8-11; Table 2: 6.54 (2.21) (target
+    6.8 met); helix: 4.88 = 2.52× truth (the nearest-past-point baseline is
+    4.42 on this stream); seismic: R² 0.9918 (min 0.9908), 13-18 segments,
+    curve length > 3° from every event 44/61/42/42/41° over 5 keys (was
+    79-114° before the loss cap; hand-drawn plate-boundary curve 39°): the
+    chords left are the jump from the Marianas to New Guinea, the segment to
+    the lone event at 131°E 29°N, the southern end to 141°E 53°S, and on 1
+    key of 5 a spike to the single event at 146°E 21°S; scale sweep: loss/a²
+    9.64-9.72, segments 8-11. (With every deletion and reversal scored each
+    round, code 9ac3508: cubic 7.62 (3.28), Table 2 6.52, helix 2.49×,
+    seismic 62/48/43/61/41°; the random streams differ as well.)
+  * speed, the machine otherwise idle (its speed drifts by up to 1.5× from
+    run to run: compare within a run): one stream T=5000 1.01-1.05 s steady
+    (210 us/round), global_moves=None 1.45 s in the same run; the code at the
+    session's start (67a3d0e), in one interleaved run, 2.36-3.64 s against
+    0.75-1.01 s (3.0-3.6×); 1.79 MFLOP and 2.50 MB per round (was 3.87 and
+    4.16), ~150 XLA operations per round, 31 of them in a chain: the round
+    costs about 1 us per operation, not its arithmetic. run_streams T=1000:
+    B=1 3,786, B=16 7,484, B=128 5,056 stream-updates/s (1.34×; the code
+    at the session's start: B=1 1,404, B=128 2,742).
 
 Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png]
 """
