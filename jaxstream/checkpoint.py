@@ -358,12 +358,8 @@ def load(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dic
                                   f"{_package_version()} (state layouts may differ between minor versions)")
         live = _normalise_config(getattr(learner, "config", None), "load")
         saved = manifest.get("config")
-        # Both sides: a hand-built learner config without the key means the
-        # old behaviour too.
         if isinstance(saved, dict):
             saved = _with_added_keys(saved)
-        if isinstance(live, dict):
-            live = _with_added_keys(live)
         if live is None or saved is None:
             if not allow_missing_config:
                 which = "the learner" if live is None else "the checkpoint"

@@ -373,10 +373,13 @@ def _rotating(offset, n, G: int):
 
 
 def _coord_sum(a):
-    """Sum over the last (coordinate) axis of a (..., d), written out: XLA
-    fuses it into the elementwise loop, where a reduction over a minor axis
-    of size d went to a library call that cost ~10 µs per stream and round
-    under `vmap`."""
+    """Sum over the last (coordinate) axis of a (..., d), written out for
+    small d: XLA fuses it into the elementwise loop, where a reduction over
+    a minor axis of size d went to a library call that cost ~10 µs per
+    stream and round under `vmap`. For large d the written-out sum compiles
+    and runs slower than the reduction, which is used there."""
+    if a.shape[-1] > 16:
+        return jnp.sum(a, -1)
     return sum(a[..., k] for k in range(a.shape[-1]))
 
 
@@ -386,8 +389,9 @@ def _first_argmin(D, m):
 
     A min-reduction of indices where D equals m: on CPU, twice as fast as
     `jnp.argmin`'s variadic (value, index) reduction, which XLA does not
-    vectorise. The comparison is exact when D's values are selected, not
-    recomputed, between the min and here (the cache is).
+    vectorise. The comparison needs m to be bitwise one of D's values: D is
+    the round's cache, whose new column is computed once before both (a
+    miss would clip to the last segment).
     """
     idx = jnp.arange(D.shape[0], dtype=jnp.int32)[:, None]
     return jnp.min(jnp.where(D == m[None], idx, D.shape[0]), 0).clip(max=D.shape[0] - 1)
@@ -446,7 +450,9 @@ def _sorted_quantile(srt, n, extra, use_extra, q: float):
 
 def _sorted_replace(srt, old, remove, new, insert):
     """srt (sorted, inf-padded) with one copy of `old` removed (if remove) and
-    `new` inserted (if insert), O(len(srt)).
+    `new` inserted (if insert), O(len(srt)). With remove, `old` must be in
+    srt (in `_round` it is a stored row's value); otherwise the result may
+    not be sorted.
 
     Both ranks are counted on srt itself, and the result is one elementwise
     select among srt shifted by −1, 0, +1: two independent reductions and
@@ -1042,7 +1048,7 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         run of G consecutive ones starting at a uniform place, so each is
         scored every ~K/G rounds on a line of K segments. None scores all
         of them every round (the cost of a round then grows with
-        ``max_segments``: about 1.2× the default's at the default
+        ``max_segments``: about 1.4× the default's at the default
         capacities on CPU).
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
