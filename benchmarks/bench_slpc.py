@@ -180,7 +180,26 @@ def scale_sweep(learner):
               f"segments {(np.asarray(fin.n_vertices) - 1).tolist()}")
 
 
+def machine_limits():
+    """This machine's f32 arithmetic and memory limits as XLA reaches them:
+    a 2048² matrix product (GFLOP/s) and a 64 MB array scaled and summed
+    (GB/s read), best of 5."""
+    a = jnp.ones((2048, 2048), jnp.float32)
+    big = jnp.ones((16 * 2 ** 20,), jnp.float32)
+    mm, stream = jax.jit(lambda a: a @ a), jax.jit(lambda x: jnp.sum(x * 1.5))
+    best = [float("inf")] * 2
+    for _ in range(5):
+        for i, (f, x) in enumerate(((mm, a), (stream, big))):
+            jax.block_until_ready(f(x))
+            t = time.perf_counter()
+            jax.block_until_ready(f(x))
+            best[i] = min(best[i], time.perf_counter() - t)
+    return 2 * 2048 ** 3 / best[0] / 1e9, big.nbytes / best[1] / 1e9
+
+
 def speed(learner, args):
+    peak_flops, peak_bw = machine_limits()
+    print(f"== machine: {peak_flops:.0f} GFLOP/s (f32 matrix product), {peak_bw:.1f} GB/s (64 MB read)")
     print("== speed: one stream (cubic), default configuration")
     for T in (500, 5000):
         xs = datasets.make_cubic_stream(T, seed=0).astype(np.float32)
@@ -214,7 +233,9 @@ def speed(learner, args):
     flops, nbytes = cost.get("flops", float("nan")), cost.get("bytes accessed", float("nan"))
     us = steady / (T - 20) * 1e6
     print(f"  one round (XLA cost analysis): {flops / 1e6:.2f} MFLOP, {nbytes / 1e6:.2f} MB accessed; "
-          f"at {us:.0f} us/round that is {flops / us / 1e3:.2f} GFLOP/s and {nbytes / us / 1e3:.2f} GB/s")
+          f"at {us:.0f} us/round that is {flops / us / 1e3:.2f} GFLOP/s ({flops / us / 1e3 / peak_flops:.0%} of "
+          f"the machine's) and {nbytes / us / 1e3:.2f} GB/s; at the machine's limits a round would take "
+          f"{max(flops / peak_flops, nbytes / peak_bw) / 1e3:.0f} us")
     print("== speed: run_streams, same run (stream-updates per second)")
     T = args.T_many
     for B in args.batches:

@@ -94,8 +94,12 @@ def _cubic():
 
 @functools.lru_cache(maxsize=None)
 def _default():
-    """The default learner (every capacity at its default)."""
-    return js.slpc()
+    """The default learner (every capacity at its default). Cached learners
+    are built with float32 params whatever the first caller's x64 mode (a
+    float64 test that came first would otherwise leak float64 params into
+    every later float32 test)."""
+    with jax.enable_x64(False):
+        return js.slpc()
 
 
 PCA_KW = dict(max_segments=5, init="pca")
@@ -104,8 +108,9 @@ PCA_KW = dict(max_segments=5, init="pca")
 @functools.lru_cache(maxsize=None)
 def _pca():
     """The paper's first-PC start with a small p (small-p, wrapper, checkpoint
-    and initial-segment checks share it)."""
-    return js.slpc(**PCA_KW)
+    and initial-segment checks share it); float32 params, see `_default`."""
+    with jax.enable_x64(False):
+        return js.slpc(**PCA_KW)
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,14 +189,19 @@ def test_pca_init_standardises_and_takes_the_first_principal_segment():
 
 
 def test_cache_is_every_distance_to_every_segment(trained, cubic):
-    """The per-row, per-segment distance cache vs a loop over segments (after a stream)."""
+    """The per-row, per-segment distance cache vs a loop over segments (after
+    a stream): segment k's row is hist_D[seg_slot[k]], seg_slot a permutation
+    whose entries from K on are the free rows (inf)."""
     _, s, _ = trained
     k = int(s.n_vertices) - 1
     V = np.asarray(s.std_vertices[: k + 1], np.float64)
     n = int(s.n_stored)
     ref = np_segment_table(np.asarray(s.hist_x[:n], np.float64), V)
-    np.testing.assert_allclose(s.hist_D[:k, :n].T, ref, rtol=2e-4, atol=1e-6)
-    assert np.all(np.isinf(np.asarray(s.hist_D[k:, :n])))
+    perm = np.asarray(s.seg_slot)
+    assert sorted(perm) == list(range(perm.size)) and not np.array_equal(perm, np.arange(perm.size))
+    np.testing.assert_allclose(np.asarray(s.hist_D)[perm[:k], :n].T, ref, rtol=2e-4, atol=1e-6)
+    np.testing.assert_array_equal(s.segment_distances, np.asarray(s.hist_D)[perm])
+    assert np.all(np.isinf(np.asarray(s.hist_D)[perm[k:], :n]))
 
 
 @pytest.mark.parametrize("d", [1, 3, 6])
@@ -204,7 +214,8 @@ def test_bookkeeping_in_any_dimension(d):
     s, losses = js.run_stream(L, jax.random.key(1), xs[20:].astype(np.float32), s)
     k = int(s.n_vertices) - 1
     ref = np_segment_table(np.asarray(s.hist_x[:40], np.float64), np.asarray(s.std_vertices[: k + 1], np.float64))
-    np.testing.assert_allclose(s.hist_D[:k, :40].T, ref, rtol=2e-4, atol=1e-6)
+    assert sorted(np.asarray(s.seg_slot)) == list(range(8))
+    np.testing.assert_allclose(s.segment_distances[:k, :40].T, ref, rtol=2e-4, atol=1e-6)
     # stored points are stream points, and the loss is the distance before the update
     hist, n = user_history(s)
     assert n == 40 and all(np.min(np.abs(xs - h).sum(1)) < 1e-3 * (1 + np.abs(h).sum()) for h in hist)
@@ -291,11 +302,12 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
     V = s.std_vertices
     H1 = s.hist_x.shape[0]
     w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
-    hD = s.hist_D
+    hD, perm = s.hist_D, s.seg_slot
+    row_seg = jnp.argsort(perm).astype(jnp.int32)  # the segment in each row of hD
     P = np.asarray(s.hist_x[:n], np.float64)
     v = np.asarray(V[:nv], np.float64)
     cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else np.inf
-    sm = lm._smallest(hD, jnp.min(hD, 0), jnp.argmin(hD, 0).astype(jnp.int32), jnp.float32(cap))
+    sm = lm._smallest(hD, row_seg, jnp.min(hD, 0), row_seg[jnp.argmin(hD, 0)], jnp.float32(cap))
     length = js.geometry.polyline_length(V, s.n_vertices)
     # Every deletion and every reversal: the offsets and the subset (G = V)
     # are the identity, as `_global_stage` uses them on a short line.
@@ -344,11 +356,15 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
             np.testing.assert_allclose(float(revs.delta_loss[side, k]), ref, rtol=1e-4, atol=1e-4)
             np.testing.assert_allclose(float(revs.new_len[side, k]),
                                        np.linalg.norm(np.diff(line, axis=0), axis=1).sum(), rtol=1e-5)
-            vi, newD = lm._commit_reversal(side, k, s.vertex_idx, s.n_vertices, hD, revs.new_seg[side, k])
+            vi, new_perm, newD = lm._commit_reversal(side, k, s.vertex_idx, s.n_vertices, perm, hD,
+                                                     revs.new_seg[side, k])
             got = np.asarray(vi[:nv], np.float64) * float(s.params.delta)
             np.testing.assert_allclose(got, line, atol=1e-6)
-            np.testing.assert_allclose(np.asarray(newD)[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
-            assert np.all(np.isinf(np.asarray(newD)[nv - 1:, :n]))
+            new_perm = np.asarray(new_perm)
+            assert sorted(new_perm) == list(range(new_perm.size))
+            seg_rows = np.asarray(newD)[new_perm]
+            np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
+            assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
     assert seen == 2 * nv - 4
 
 
@@ -375,7 +391,8 @@ def test_rotating_global_moves_delete_a_vertex_far_from_the_new_points():
     vidx = np.asarray(s.vertex_idx)
     vidx = np.concatenate([vidx[:k + 1], spur_idx[None], vidx[k + 1:-1]])
     s = s._replace(vertex_idx=jnp.asarray(vidx), n_vertices=jnp.int32(nv + 1))
-    s = s._replace(hist_D=lm._segment_table(s.hist_x, s.std_vertices, s.n_vertices))
+    s = s._replace(hist_D=lm._segment_table(s.hist_x, s.std_vertices, s.n_vertices),
+                   seg_slot=jnp.arange(s.seg_slot.shape[0], dtype=jnp.int32))
     near_spur = lambda s: np.linalg.norm(np.asarray(s.vertices[:int(s.n_vertices)]) - spur, axis=1).min()
     assert near_spur(s) < 0.1
     s, info = js.run_stream(L, jax.random.key(2), pts(60, 1.5), s, trace="info")
@@ -695,7 +712,7 @@ def test_float64_mode(learner, cubic):
         k, n = int(s.n_vertices) - 1, int(s.n_stored)
         assert k >= 2 and n == 512 and int(s.n_seen) == 600
         ref = np_segment_table(np.asarray(s.hist_x[:n]), np.asarray(s.std_vertices[: k + 1]))
-        np.testing.assert_allclose(s.hist_D[:k, :n].T, ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(s.segment_distances[:k, :n].T, ref, rtol=1e-10, atol=1e-12)
 
 
 def test_reservoir_gives_uniform_inclusion():
@@ -891,3 +908,25 @@ def test_refine_with_optax_reduces_the_exact_loss():
     np.testing.assert_allclose(res.vertices[:3], truth, atol=0.05)
     np.testing.assert_array_equal(res.vertices[3], start[3])
     assert res.objective[-1] < res.objective[0] and np.all(np.isfinite(res.objective))
+
+
+def test_pin_leaves_every_value_unchanged():
+    """`_pin` (the remainder that keeps XLA:CPU from recomputing a round's
+    scalars inside its loops) is the identity on what a round computes:
+    negative and large integers, booleans, signed zeros, infinities, NaN,
+    float32 and float64 (compared bit for bit)."""
+    from jaxstream.curves import learner as lm
+    rng = np.random.default_rng(0)
+    f32 = np.concatenate([rng.normal(size=500) * 10.0 ** rng.integers(-30, 30, 500),
+                          [0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(np.float32).max, np.finfo(np.float32).tiny]])
+    tree = {"f": jnp.asarray(f32, jnp.float32), "i": jnp.asarray(rng.integers(-2 ** 31 + 2, 2 ** 31 - 2, 300), jnp.int32),
+            "s": jnp.int32(-1), "b": jnp.asarray([True, False, True]), "m": jnp.asarray(rng.normal(size=(3, 4)), jnp.float32)}
+    out = jax.jit(lm._pin)(tree)
+    for k in tree:
+        assert out[k].dtype == tree[k].dtype and out[k].shape == tree[k].shape
+        np.testing.assert_array_equal(np.atleast_1d(out[k]).view(np.uint8), np.atleast_1d(tree[k]).view(np.uint8))
+    with jax.enable_x64(True):
+        x = jnp.asarray(np.concatenate([rng.normal(size=50), [-0.0, np.inf, np.nan]]), jnp.float64)
+        y = jax.jit(lm._pin)(x)
+        assert y.dtype == jnp.float64
+        np.testing.assert_array_equal(np.asarray(y).view(np.uint64), np.asarray(x).view(np.uint64))

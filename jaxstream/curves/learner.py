@@ -25,15 +25,16 @@ Design:
   point). ``init="pca"`` keeps the paper's start.
 * **Dense, branch-free round.** The history (``history_size`` rows plus one
   scratch row for x_t) caches every point's squared distance to every
-  segment slot, ``hist_D[p, H+1]`` (segment-major). A round scores all C
+  segment, ``hist_D[p, H+1]`` (one row per segment). A round scores all C
   candidates × their W+2 local segments × all H+1 rows with masks, and G
   single-vertex deletions and G end reversals at each end (a rotating run;
   all of them when the line is short) from each row's three smallest cached
   distances: no compaction, no data-dependent loop, no truncation — every
-  candidate's objective is exact. After the choice the cache is
-  rebuilt by one gather of whole rows (old rows shifted by the change in the
-  number of vertices, the winner's new rows, already computed). Randomness is
-  one uniform draw per round (counter-mode Threefry-2x32, unrolled).
+  candidate's objective is exact. The cache's rows are indexed through a
+  segment-to-row permutation (``seg_slot``): after the choice only the
+  winner's new segments' rows (already computed) are written, into the rows
+  the move frees; no other row moves. Randomness is one uniform draw per
+  round (counter-mode Threefry-2x32, unrolled).
 * **History.** While it has room every point is stored (exact full
   information). Once full it is a uniform reservoir sample of x_1 … x_{t−1}
   (Vitter's algorithm R), each stored point standing for n/H points, and
@@ -72,10 +73,13 @@ class State(NamedTuple):
       n_vertices: number of active vertices (K(f̂) + 1).
       hist_x: (H + 1, d) stored past points, standardised; row H is the
         scratch row of the current round's point.
-      hist_D: (V − 1, H + 1) squared distance of each segment slot of the
-        current line to each history row (standardised units; inf for
-        inactive segments). Segment-major, so that every change of the line
-        moves whole rows of H + 1 contiguous values.
+      hist_D: (V − 1, H + 1) squared distances of each history row to the
+        segments of the current line (standardised units), one row per
+        segment, in the order ``seg_slot`` gives; rows of no active segment
+        are inf. A change of the line writes its new segments' rows into
+        free rows and permutes ``seg_slot``: no other row moves.
+      seg_slot: (V − 1,) int32, a permutation: segment k's row of hist_D
+        (k < K); the entries from K on list the free rows.
       hist_r: (H + 1,) each row's squared distance to the segment joining
         its two nearest earlier points when it arrived: a curve-free noise
         proxy (see `_noise_level`).
@@ -97,6 +101,7 @@ class State(NamedTuple):
     n_vertices: Array
     hist_x: Array
     hist_D: Array
+    seg_slot: Array
     hist_r: Array
     hist_e: Array
     sorted_r: Array
@@ -116,6 +121,11 @@ class State(NamedTuple):
     def vertices(self) -> Array:
         """(V, d) vertices in the data's units (padding rows included)."""
         return self.centre[..., None, :] + self.scale[..., None, None] * self.std_vertices
+
+    @property
+    def segment_distances(self) -> Array:
+        """(V − 1, H + 1) hist_D with its rows in segment order (segment k in row k)."""
+        return jnp.take_along_axis(self.hist_D, self.seg_slot[..., None], -2)
 
 
 class Info(NamedTuple):
@@ -137,10 +147,10 @@ class Info(NamedTuple):
 
 
 # Version of the `State` layout, recorded in the learner's config so that a
-# checkpoint saved under another layout is refused on load (3: Params has
-# outlier_scale; 2: hist_D segment-major (V − 1, H + 1); 1, unrecorded:
-# (H + 1, V − 1)).
-STATE_LAYOUT = 3
+# checkpoint saved under another layout is refused on load (4: seg_slot, the
+# rows of hist_D stay put; 3: Params has outlier_scale; 2: hist_D
+# segment-major (V − 1, H + 1); 1, unrecorded: (H + 1, V − 1)).
+STATE_LAYOUT = 4
 
 
 class Config(NamedTuple):
@@ -277,8 +287,9 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     pad = jnp.full((H - n0,), jnp.inf, dt)
     sr = jnp.concatenate([jnp.sort(r0), pad])
     se = jnp.concatenate([jnp.sort(r0 / NN_INFLATION), pad])
-    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((V - 1, H + 1), dt), hr, he, sr, se,
-                  jnp.asarray(n0, jnp.int32), jnp.asarray(n0, jnp.int32), centre, scale, params)
+    state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((V - 1, H + 1), dt),
+                  jnp.arange(V - 1, dtype=jnp.int32), hr, he, sr, se, jnp.asarray(n0, jnp.int32),
+                  jnp.asarray(n0, jnp.int32), centre, scale, params)
     state = state._replace(hist_D=_segment_table(hx, state.std_vertices, 2))
     if config.init == "fit" and config.init_rounds > 0:
         state = _fit_initial(key, state, n0, config)
@@ -383,9 +394,10 @@ def _coord_sum(a):
     return sum(a[..., k] for k in range(a.shape[-1]))
 
 
-def _first_argmin(D, m):
-    """Index of the first minimum of D (K, n) over its first axis, given its
-    minimum m (n,).
+def _first_argmin(D, m, idx):
+    """The smallest idx (K,) of the rows where D (K, n) is minimal, given its
+    minimum m (n,) over the rows: the first minimum in idx's order (idx: the
+    segment in each row of the cache).
 
     A min-reduction of indices where D equals m: on CPU, twice as fast as
     `jnp.argmin`'s variadic (value, index) reduction, which XLA does not
@@ -393,8 +405,7 @@ def _first_argmin(D, m):
     the round's cache, whose new column is computed once before both (a
     miss would clip to the last segment).
     """
-    idx = jnp.arange(D.shape[0], dtype=jnp.int32)[:, None]
-    return jnp.min(jnp.where(D == m[None], idx, D.shape[0]), 0).clip(max=D.shape[0] - 1)
+    return jnp.min(jnp.where(D == m[None], idx[:, None], D.shape[0]), 0).clip(max=D.shape[0] - 1)
 
 
 NOISE_QUANTILE = 0.5
@@ -615,15 +626,14 @@ def _make_candidates(win: _Window, vidx, verts, nv, seg, tpar, valid, hx, u, del
     return _Cands(U_i, m, ok, move, seq, lseg_ok, local_len, has_l, n_old)
 
 
-def _score(c: _Cands, win: _Window, hx, hD, dmin, w, nv, cap):
+def _score(c: _Cands, win: _Window, hx, hD, row_seg, dmin, w, nv, cap):
     """Exact Δ(weighted cumulative capped loss) of every candidate, all rows, dense.
 
     Each row's loss is min(squared distance, cap) (see `_loss_cap`). Returns
     ``delta_loss[C]`` (the winner's local distances are recomputed for the
-    cache by `_local_rows`).
+    cache by `_local_rows`). row_seg (V−1,): the segment in each row of hD.
     """
-    Vm1 = hD.shape[0]
-    j = jnp.arange(Vm1)
+    j = row_seg
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
     base = jnp.minimum(jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0), cap)  # (H+1,) unchanged segments
     # One (C, H+1) distance table per local segment slot, folded into a
@@ -645,28 +655,76 @@ def _local_rows(c: _Cands, winner, hx):
     then the (C, W+2, H+1) distances only feed reductions and are never
     materialised — in a batch of streams they would not fit in cache.
     """
-    seq = c.seq[winner]
+    seq, ok = _pin((c.seq[winner], c.lseg_ok[winner]))
     d2, _ = cand.seg_d2_points(hx, seq[:-1], seq[1:])
-    return jnp.where(c.lseg_ok[winner][:, None], d2, jnp.inf)
+    return jnp.where(ok[:, None], d2, jnp.inf)
 
 
 class _Move(NamedTuple):
-    """A chosen line and how its distance cache comes from the old one.
+    """A chosen line and how its segments' rows of the cache come from the old ones.
 
-    Row j of the new cache is ``new_rows[new_idx[j]]`` where ``is_new[j]``
-    (segments the move created, already scored), else old row
-    ``old_col[j]``; rows >= nv − 1 are inactive (inf).
+    In the new segment order: segments j < lo are old segments (j, or c − j
+    if rev_lo); segments lo <= j < lo + n_new are the move's new ones; the
+    others are old segments j + n_rem − n_new (or c − j if rev_hi). The move
+    removes the n_rem old segments lo … lo + n_rem − 1 (a reversal at k
+    removes segment k, whose row its new segment takes: n_rem = n_new = 1).
+    Every move (an insertion, a shift, a deletion, an end reversal) keeps
+    the old segments in at most two runs, each in order or reversed.
     """
 
     vidx: Array  # (V, d)
     nv: Array
-    old_col: Array  # (V−1,)
-    is_new: Array  # (V−1,)
-    new_idx: Array  # (V−1,)
+    lo: Array
+    n_new: Array
+    n_rem: Array
+    c: Array
+    rev_lo: Array
+    rev_hi: Array
+
+
+def _pin(tree):
+    """tree, unchanged, computed once before the loops that read it.
+
+    XLA:CPU fuses cheap producers into the loops that consume them and
+    recomputes them for every element the loop writes: the choice of the
+    round's move (a few hundred scalar operations) inside a (V−1, H+1) pass,
+    the candidates' construction inside their (C, H+1) scoring.
+    `lax.optimization_barrier` would prevent it, but XLA:CPU removes barriers
+    before fusion. An integer remainder is an "expensive" operation, which
+    XLA does not duplicate into a consumer that reads each of its elements
+    many times, so the leaves go through one that leaves them unchanged:
+    integers and booleans as int32 modulo 2³¹ − 1 (every value of magnitude
+    below 2³¹ − 1),
+    floating-point leaves as their 32-bit words, unsigned, modulo 2³² − 1
+    (every word but 0xFFFFFFFF, a NaN with every payload bit set, which no
+    arithmetic produces).
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    leaves = [jnp.asarray(x) for x in leaves]
+    is_int = [x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer) for x in leaves]
+    words = [x.astype(jnp.int32) if i else lax.bitcast_convert_type(x, jnp.uint32) for x, i in zip(leaves, is_int)]
+    out = list(words)
+    for group, dt, modulus in ((True, jnp.int32, 2 ** 31 - 1), (False, jnp.uint32, 2 ** 32 - 1)):
+        idx = [k for k, i in enumerate(is_int) if i == group]
+        if not idx:
+            continue
+        flat = lax.rem(jnp.concatenate([words[k].reshape(-1) for k in idx]), jnp.asarray(modulus, dt))
+        start = 0
+        for k in idx:
+            out[k] = flat[start:start + words[k].size].reshape(words[k].shape)
+            start += words[k].size
+    out = [w.astype(x.dtype) if i else lax.bitcast_convert_type(w, x.dtype).reshape(x.shape)
+           for w, x, i in zip(out, leaves, is_int)]
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _move(vidx, nv, lo, n_new, n_rem, c=0, rev_lo=False, rev_hi=False) -> _Move:
+    i32 = lambda v: jnp.asarray(v, jnp.int32)
+    return _Move(vidx, i32(nv), i32(lo), i32(n_new), i32(n_rem), i32(c), jnp.asarray(rev_lo), jnp.asarray(rev_hi))
 
 
 def _local_move(c: _Cands, win: _Window, winner, vidx, nv) -> _Move:
-    """The local winner; its new segments are columns 0..W+1 of the new-column table."""
+    """The local winner; its new segments are rows 0 … W+1 of `_local_rows`."""
     V, W = vidx.shape[0], c.U_i.shape[1] - 1
     a = win.a
     mw = c.m[winner]
@@ -677,40 +735,45 @@ def _local_move(c: _Cands, win: _Window, winner, vidx, nv) -> _Move:
     shift = mw - c.n_old
     start = a - c.has_l.astype(jnp.int32)
     n_local = c.has_l.astype(jnp.int32) + mw + (win.b <= nv - 1).astype(jnp.int32) - 1
-    j = jnp.arange(V - 1)
-    from_local = (j >= start) & (j < start + n_local)
-    old_col = jnp.clip(jnp.where(j < start, j, j - shift), 0, V - 2)
-    return _Move(new_vidx, nv + shift, old_col, from_local, jnp.clip(j - start, 0, W + 1))
+    return _move(new_vidx, nv + shift, start, n_local, n_local - shift)
 
 
-def _apply(move: _Move, hD, new_rows, slot=None):
-    """The new distance cache (V−1, H+1): one gather of whole rows from the
-    old cache, the move's new rows (K, H+1) and a row of inf (inactive slots).
+def _apply(move: _Move, nv, perm, hD, block, slot=None, x_col=None):
+    """The new segment-to-row permutation (V−1,) and cache (V−1, H+1).
 
-    The row indices are worked out first, on (V−1,) vectors. ``slot``: the
+    The move's new segments take the rows the move frees (then the free
+    rows) and are written there: block (K, H+1) holds their distances in
+    its first n_new rows, K >= the move's n_new and n_rem; rows the move
+    frees and does not reuse are set to inf. No other row of the cache is
+    read or written: a round writes K rows instead of rebuilding the cache
+    (a gather of all V−1 rows, a quarter of a round on CPU). ``slot``: the
     history row that takes the scratch row H's distances (the reservoir's
-    choice; H for none), folded into the same gather rather than a second
-    pass over the whole cache.
+    choice; H for none), the one column every row changes, to x_col (V−1,),
+    the scratch column hD[:, H] (passed rather than read back from hD, so
+    that the round's only writes to the cache are in place).
     """
-    Vm1, K = hD.shape[0], new_rows.shape[0]
+    Vm1, K = hD.shape[0], block.shape[0]
+    move, nv, slot = _pin((move, nv, slot))
     j = jnp.arange(Vm1)
-    src = jnp.where(move.is_new, Vm1 + move.new_idx, move.old_col)
-    src = jnp.where(j < move.nv - 1, src, Vm1 + K)
-    table = jnp.concatenate([hD, new_rows, jnp.full((1, hD.shape[1]), jnp.inf, hD.dtype)], 0)
-    if slot is None:
-        return table[src]
-    col = jnp.arange(hD.shape[1])
-    return table[src[:, None], jnp.where(col == slot, hD.shape[1] - 1, col)[None, :]]
+    i = jnp.arange(K)
+    # The rows the move frees, then the free rows.
+    pool = lambda q: perm[jnp.clip(jnp.where(q < move.n_rem, move.lo + q, nv - 1 + q - move.n_rem), 0, Vm1 - 1)]
+    old = jnp.where(j < move.lo, jnp.where(move.rev_lo, move.c - j, j),
+                    jnp.where(move.rev_hi, move.c - j, j + move.n_rem - move.n_new))
+    new_perm = jnp.where((j >= move.lo) & (j < move.lo + move.n_new), pool(j - move.lo),
+                         jnp.where(j < move.nv - 1, perm[jnp.clip(old, 0, Vm1 - 1)],
+                                   pool(move.n_new + j - (move.nv - 1))))
+    rows = jnp.where((i < jnp.maximum(move.n_new, move.n_rem)), pool(i), Vm1)  # Vm1: dropped
+    block = jnp.where((i < move.n_new)[:, None], block, jnp.inf)
+    if slot is not None:
+        col = jnp.arange(hD.shape[1])
+        block = jnp.where(col == slot, block[:, -1:], block)
+        hD = hD.at[:, slot].set(x_col)
+    return new_perm, hD.at[rows].set(block, mode="drop")
 
 
 def _select(flag, a: _Move, b: _Move) -> _Move:
     return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v), a, b)
-
-
-def _commit(c: _Cands, win: _Window, winner, vidx, nv, hD, hx, slot=None):
-    """The chosen local line and the shifted distance cache."""
-    mv = _local_move(c, win, winner, vidx, nv)
-    return mv.vidx, mv.nv, _apply(mv, hD, _local_rows(c, winner, hx), slot)
 
 
 class _Deletions(NamedTuple):
@@ -732,14 +795,15 @@ class _Smallest(NamedTuple):
     m3: Array
 
 
-def _smallest(hD, m1, c1, cap) -> _Smallest:
-    """`_Smallest` of the cache hD (V−1, H+1) given its minimum m1 at c1,
-    the three values capped at ``cap`` (so every minimum taken from them is
-    the capped loss, see `_loss_cap`)."""
-    j = jnp.arange(hD.shape[0])[:, None]
+def _smallest(hD, row_seg, m1, c1, cap) -> _Smallest:
+    """`_Smallest` of the cache hD (V−1, H+1) (row_seg (V−1,): the segment
+    in each row) given its minimum m1 at segment c1, the three values capped
+    at ``cap`` (so every minimum taken from them is the capped loss, see
+    `_loss_cap`)."""
+    j = row_seg[:, None]
     D2 = jnp.where(j == c1[None], jnp.inf, hD)
     m2 = jnp.min(D2, 0)
-    c2 = _first_argmin(D2, m2)
+    c2 = _first_argmin(D2, m2, row_seg)
     m3 = jnp.min(jnp.where(j == c2[None], jnp.inf, D2), 0)
     return _Smallest(jnp.minimum(m1, cap), c1, jnp.minimum(m2, cap), c2, jnp.minimum(m3, cap))
 
@@ -765,7 +829,7 @@ def _score_deletions(hx, sm: _Smallest, w, verts, nv, length, js, distinct) -> _
     """
     V = verts.shape[0]
     big = jnp.asarray(jnp.inf, sm.m1.dtype)
-    prev, nxt = verts[jnp.clip(js - 1, 0, V - 1)], verts[jnp.clip(js + 1, 0, V - 1)]
+    prev, nxt = _pin((verts[jnp.clip(js - 1, 0, V - 1)], verts[jnp.clip(js + 1, 0, V - 1)]))
     chord, _ = cand.seg_d2_points(hx, prev, nxt)  # (G, H+1)
     interior = (js >= 1) & (js <= nv - 2)
     kept = _min_without(sm, js[:, None] - 1, js[:, None])  # (G, H+1)
@@ -781,22 +845,14 @@ def _score_deletions(hx, sm: _Smallest, w, verts, nv, length, js, distinct) -> _
     return _Deletions(dl, new_len, ok, chord)
 
 
-def _deletion_move(j, vidx, nv, new_idx) -> _Move:
-    """Deleting vertex j; the chord v_{j−1} v_{j+1} is new column ``new_idx``."""
+def _deletion_move(j, vidx, nv) -> _Move:
+    """Deleting vertex j: segments j − 1 and j (one of them at an end) are
+    replaced by the chord v_{j−1} v_{j+1} (none at an end)."""
     V = vidx.shape[0]
     out = jnp.arange(V)
-    k = jnp.arange(V - 1)
     interior = (j >= 1) & (j <= nv - 2)
-    return _Move(vidx[jnp.minimum(out + (out >= j), V - 1)], nv - 1,
-                 jnp.where(k < j - 1, k, jnp.minimum(k + 1, V - 2)), (k == j - 1) & interior,
-                 jnp.full((V - 1,), new_idx, jnp.int32))
-
-
-def _commit_deletion(j, vidx, nv, hD, chord_row):
-    """The line and cache after deleting vertex j; chord_row (H+1,) is the
-    chord's distance row (``_Deletions.chord`` at j's entry)."""
-    mv = _deletion_move(j, vidx, nv, 0)
-    return mv.vidx, mv.nv, _apply(mv, hD, chord_row[None])
+    return _move(vidx[jnp.minimum(out + (out >= j), V - 1)], nv - 1, jnp.maximum(j - 1, 0), interior,
+                 1 + interior.astype(jnp.int32))
 
 
 class _Reversals(NamedTuple):
@@ -823,6 +879,7 @@ def _score_reversals(hx, sm: _Smallest, w, verts, nv, length, ks, distinct) -> _
     v_k, v_k1 = verts[jnp.clip(ks, 0, V - 1)], verts[jnp.clip(ks + 1, 0, V - 1)]
     ends_a = jnp.stack([jnp.broadcast_to(verts[0], v_k.shape), v_k])  # (2, G, d)
     ends_b = jnp.stack([v_k1, jnp.broadcast_to(last, v_k.shape)])
+    ends_a, ends_b = _pin((ends_a, ends_b))
     new_seg, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, G, H+1)
     new = jnp.minimum(kept[None], new_seg)
     dl = jnp.sum(jnp.where(w > 0, w * (new - sm.m1), 0.0), -1)
@@ -832,38 +889,37 @@ def _score_reversals(hx, sm: _Smallest, w, verts, nv, length, ks, distinct) -> _
     return _Reversals(dl, new_len, ok, new_seg)
 
 
-def _reversal_move(side, k, vidx, nv, new_idx) -> _Move:
-    """Reversing the prefix (side 0) or suffix (side 1) at segment k; the new
-    segment is new column ``new_idx``."""
+def _reversal_move(side, k, vidx, nv) -> _Move:
+    """Reversing the prefix (side 0) or suffix (side 1) at segment k: the
+    new segment replaces segment k, the segments before k (prefix) or after
+    it (suffix) are the old ones in reverse order."""
     V = vidx.shape[0]
     i = jnp.arange(V)
     src_v = jnp.where(side == 0, jnp.where(i <= k, k - i, i),
                       jnp.where((i > k) & (i < nv), nv + k - i, i))
-    j = jnp.arange(V - 1)
-    src_c = jnp.where(side == 0, jnp.where(j < k, k - 1 - j, j),
-                      jnp.where((j > k) & (j < nv - 1), nv + k - j - 1, j))
-    return _Move(vidx[jnp.clip(src_v, 0, V - 1)], nv, jnp.clip(src_c, 0, V - 2), j == k,
-                 jnp.full((V - 1,), new_idx, jnp.int32))
+    return _move(vidx[jnp.clip(src_v, 0, V - 1)], nv, k, 1, 1, c=jnp.where(side == 0, k - 1, nv + k - 1),
+                 rev_lo=side == 0, rev_hi=side != 0)
 
 
-def _commit_reversal(side, k, vidx, nv, hD, new_row):
-    """The line and cache after reversing the prefix (side 0) or suffix (side
-    1) at segment k; new_row (H+1,) is the new segment's distance row."""
-    mv = _reversal_move(side, k, vidx, nv, 0)
-    return mv.vidx, _apply(mv, hD, new_row[None])
+def _commit_reversal(side, k, vidx, nv, perm, hD, new_row):
+    """The line, permutation and cache after reversing the prefix (side 0) or
+    suffix (side 1) at segment k; new_row (H+1,) is the new segment's
+    distance row."""
+    mv = _reversal_move(side, k, vidx, nv)
+    return (mv.vidx,) + _apply(mv, nv, perm, hD, new_row[None])
 
 
-def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
-                  local: _Move, loc_rows, move_local, slot):
+def _global_stage(draws, hx, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config, obj_local,
+                  local: _Move, loc_rows, move_local):
     """Score G single-vertex deletions and G end reversals at each end (all
     of them when the line has at most G vertices; otherwise a run of G
     consecutive ones starting at a uniform place, so each is scored every
     ~nv/G rounds); the best of them replaces the local winner if its
-    objective is lower. The cache is rewritten once, for the move that won."""
+    objective is lower. Returns the move that won, its new rows (the
+    cache is written once, for it) and its kind."""
     V = verts.shape[0]
     G = draws.z_del.shape[0]
     dt = verts.dtype
-    Wl = loc_rows.shape[0]
     length = geometry.polyline_length(verts, nv)
     js, js_ok = _rotating(draws.offset[0], nv, G)
     ks, ks_ok = _rotating(draws.offset[1], nv - 1, G)
@@ -885,19 +941,18 @@ def _global_stage(draws, hx, hD, sm, w, verts, vidx, nv, sigma2, n_tot, p, d, pr
     i_rev = jnp.argmin(obj_rev)
     use_rev = obj_rev[i_rev] < jnp.minimum(obj_local, obj_del[i_del])
     side, k_rev = i_rev // G, ks[i_rev % G]
-    mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv, Wl + 1),
-                 _select(use_del, _deletion_move(j_del, vidx, nv, Wl), local))
-    # The two global winners' rows, recomputed (see `_local_rows`): the
-    # chord v_{j−1} v_{j+1} and the reversal's new segment.
+    mv = _select(use_rev, _reversal_move(side, k_rev, vidx, nv), _select(use_del, _deletion_move(j_del, vidx, nv), local))
+    # A global move has one new segment, the chord v_{j−1} v_{j+1} or the
+    # reversal's: its row (recomputed, see `_local_rows`) goes first in the block.
     jc = jnp.clip(j_del - 1, 0, V - 3)
     last = verts[jnp.maximum(nv - 1, 0)]
     rev_a = jnp.where(side == 0, verts[0], verts[k_rev])
     rev_b = jnp.where(side == 0, verts[jnp.minimum(k_rev + 1, V - 1)], last)
-    ends_a, ends_b = jnp.stack([verts[jc], rev_a]), jnp.stack([verts[jc + 2], rev_b])
-    glob_rows, _ = cand.seg_d2_points(hx, ends_a, ends_b)  # (2, H+1)
-    new_rows = jnp.concatenate([loc_rows, glob_rows], 0)
+    glob, ga, gb = _pin((use_rev | use_del, jnp.where(use_rev, rev_a, verts[jc]), jnp.where(use_rev, rev_b, verts[jc + 2])))
+    row, _ = cand.seg_d2_points(hx, ga, gb)  # (H+1,)
+    block = jnp.where(glob, jnp.concatenate([row[None], loc_rows[1:]]), loc_rows)
     move_won = jnp.where(use_rev, MOVE_REVERSE, jnp.where(use_del, MOVE_DELETE, move_local))
-    return mv.vidx, mv.nv, _apply(mv, hD, new_rows, slot), move_won
+    return mv, block, move_won
 
 
 def _round(key, state: State, u, config: Config, *, store: bool = True, inspect: bool = False):
@@ -910,35 +965,48 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     C = n_candidates(W)
     vidx, nv = state.vertex_idx, state.n_vertices
     verts = vidx.astype(dt) * prm.delta
-    draws = _draw(key, V - 1, C, _n_global(config, V), prm.epsilon, dt)
+    draws = _pin(_draw(key, V - 1, C, _n_global(config, V), prm.epsilon, dt))
 
     # Observe: x_t in the scratch row, its distances to every segment.
+    perm = state.seg_slot
+    k = jnp.arange(V - 1, dtype=jnp.int32)
+    row_seg = jnp.sum(jnp.where(perm[None, :] == k[:, None], k[None, :], 0), 1)  # the inverse permutation
     hx = state.hist_x.at[H].set(u)
-    hD = state.hist_D.at[:, H].set(_segment_table(u[None], verts, nv)[:, 0])
+    rs = jnp.minimum(row_seg, V - 2)
+    col, _ = cand.seg_d2_points(u[None], verts[rs], verts[rs + 1])
+    x_col = jnp.where(row_seg < nv - 1, col[:, 0], jnp.inf)
+    hD = state.hist_D.at[:, H].set(x_col)
     # Materialised once where the backend honours the barrier (XLA:CPU drops
     # it; `_first_argmin`'s comparisons are exact either way).
     hD = lax.optimization_barrier(hD)
     rows = jnp.arange(H + 1)
-    r_x = _nn_residual(u, state.hist_x, rows < jnp.minimum(state.n_stored, NN_ROWS))
-    hr = state.hist_r.at[H].set(jnp.where(store, r_x, state.hist_r[H]))
+    r_x = _nn_residual(u, hx, rows < jnp.minimum(state.n_stored, NN_ROWS))  # row H is never among them
+    # x_t's values are used as computed, not read back from the arrays they
+    # are written to: then every write below is in place (XLA:CPU copies an
+    # array that is read after it is written).
+    r_H = r_x if store else state.hist_r[H]
+    hr = state.hist_r.at[H].set(r_H)
     dmin = jnp.min(hD, 0)
-    seg = _first_argmin(hD, dmin)
+    seg = _first_argmin(hD, dmin, row_seg)
     loss_u = dmin[H]
-    he = state.hist_e.at[H].set(jnp.where(store, loss_u, state.hist_e[H]))
+    e_H = loss_u if store else state.hist_e[H]
+    he = state.hist_e.at[H].set(e_H)
     rows = jnp.arange(H + 1)
     valid = (rows < state.n_stored) | ((rows == H) & store)
     weight_hist = state.n_seen.astype(dt) / jnp.maximum(state.n_stored, 1).astype(dt)
     w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, weight_hist, 0.0))
+    valid, w = _pin((valid, w))
     n_tot = state.n_seen + int(store)
-    sigma2 = _noise_level(state.sorted_e, state.sorted_r, state.n_stored, he[H], hr[H], jnp.asarray(store), d)
+    sigma2 = _noise_level(state.sorted_e, state.sorted_r, state.n_stored, e_H, r_H, jnp.asarray(store), d)
     A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
     ab = B - A
     tpar = jnp.clip(_coord_sum((hx - A) * ab) / jnp.maximum(_coord_sum(ab * ab), 1e-30), 0.0, 1.0)
 
     win = _choose_window(draws, seg, valid, seg[H], hx, verts, nv, config, dt)
-    c = _make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W)
-    cap = _loss_cap(sigma2, d, prm, config)
-    dl = _score(c, win, hx, hD, dmin, w, nv, cap)
+    win = _pin(win)
+    c = _pin(_make_candidates(win, vidx, verts, nv, seg, tpar, valid, hx, u, prm.delta, W))
+    sigma2, cap = _pin((sigma2, _loss_cap(sigma2, d, prm, config)))
+    dl = _score(c, win, hx, hD, row_seg, dmin, w, nv, cap)
 
     # Price and choice.
     new_len = geometry.polyline_length(verts, nv) - c.local_len[0] + c.local_len
@@ -963,24 +1031,24 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
 
     # Global deletions and end reversals compete with the local winner (a
     # line of one segment has none).
+    local, block, move_won = _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner]
     if V >= 3:
-        new_vidx, new_nv, newD, move_won = _global_stage(
-            draws, hx, hD, _smallest(hD, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm, config,
-            obj[winner], _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner], slot)
-    else:
-        new_vidx, new_nv, newD = _commit(c, win, winner, vidx, nv, hD, hx, slot)
-        move_won = c.move[winner]
+        local, block, move_won = _global_stage(
+            draws, hx, _smallest(hD, row_seg, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm,
+            config, obj[winner], local, block, move_won)
+    new_perm, newD = _apply(local, nv, perm, hD, block, slot, x_col)
+    new_vidx, new_nv = local.vidx, local.nv
 
     # Offer x_t to the reservoir.
-    hx = hx.at[slot].set(hx[H])
-    sr = _sorted_replace(state.sorted_r, hr[slot], put & full, hr[H], put)
-    se = _sorted_replace(state.sorted_e, he[slot], put & full, he[H], put)
-    hr = hr.at[slot].set(hr[H])
-    he = he.at[slot].set(he[H])
+    hx = hx.at[slot].set(u)
+    sr = _sorted_replace(state.sorted_r, hr[slot], put & full, r_H, put)
+    se = _sorted_replace(state.sorted_e, he[slot], put & full, e_H, put)
+    hr = hr.at[slot].set(r_H)
+    he = he.at[slot].set(e_H)
     n_stored = jnp.where(put & ~full, state.n_stored + 1, state.n_stored)
 
     s2 = state.scale ** 2
-    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, newD, hr, he, sr, se, n_stored.astype(jnp.int32),
+    new_state = State(new_vidx, new_nv.astype(jnp.int32), hx, newD, new_perm, hr, he, sr, se, n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), state.centre, state.scale, prm)
     info = Info(s2 * loss_u, (new_nv - 1).astype(jnp.int32), win.explore, move_won, s2 * sigma2)
     if not inspect:
