@@ -307,7 +307,7 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
     P = np.asarray(s.hist_x[:n], np.float64)
     v = np.asarray(V[:nv], np.float64)
     cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else np.inf
-    sm = lm._smallest(hD, row_seg, jnp.min(hD, 0), row_seg[jnp.argmin(hD, 0)], jnp.float32(cap))
+    sm = lm._smallest(lm._row_minima(hD, row_seg), jnp.float32(cap))
     length = js.geometry.polyline_length(V, s.n_vertices)
     # Every deletion and every reversal: the offsets and the subset (G = V)
     # are the identity, as `_global_stage` uses them on a short line.
@@ -852,17 +852,18 @@ def test_bad_input_raises_clear_errors(learner, trained, cubic):
 
 def test_checkpoint_of_another_state_layout_is_refused(cubic, tmp_path):
     """A checkpoint saved before the distance cache became segment-major
-    (config without ``state_layout``), or under another layout, is refused;
-    the current layout round-trips."""
+    (config without ``state_layout``), or under another layout (3: before
+    ``seg_slot``), is refused, saying which; the current layout round-trips."""
     from jaxstream import checkpoint
 
     L = _pca()
     s = init_state(L, jax.random.key(0), cubic[:20])
     assert s.hist_D.shape == (5, 513)  # (V − 1, H + 1)
     old = {k: v for k, v in L.config.items() if k != "state_layout"}
-    for i, cfg in enumerate([old, dict(L.config, state_layout=1), dict(L.config, state_layout=2)]):
+    assert L.config["state_layout"] == 4
+    for i, cfg in enumerate([old] + [dict(L.config, state_layout=v) for v in (1, 2, 3)]):
         checkpoint.save(tmp_path / f"old{i}.ckpt", L._replace(config=cfg), s)
-        with pytest.raises(checkpoint.CheckpointError, match="another learner configuration"):
+        with pytest.raises(checkpoint.CheckpointError, match="another learner configuration.*state_layout"):
             checkpoint.load(tmp_path / f"old{i}.ckpt", L)
     checkpoint.save(tmp_path / "new.ckpt", L, s)
     back, _ = checkpoint.load(tmp_path / "new.ckpt", L)
@@ -930,3 +931,28 @@ def test_pin_leaves_every_value_unchanged():
         y = jax.jit(lm._pin)(x)
         assert y.dtype == jnp.float64
         np.testing.assert_array_equal(np.asarray(y).view(np.uint64), np.asarray(x).view(np.uint64))
+
+
+@pytest.mark.parametrize("K", [1, 2, 7, 50, 130])
+def test_row_minima_against_a_sort(K):
+    """Each column's three smallest cache entries in (value, segment) order,
+    the rows in a random order (``row_seg``), with ties and inf (inactive
+    segments), against NumPy's lexicographic sort: the written-out tree
+    (K <= TREE_ROWS) and the reductions above it (K = 130)."""
+    from jaxstream.curves import learner as lm
+    rng = np.random.default_rng(K)
+    n = 300
+    D = rng.integers(0, 6, (K, n)).astype(np.float32)  # many ties
+    D[rng.random((K, n)) < 0.2] = np.inf
+    D[:, :3] = np.inf  # whole columns of inactive segments
+    row_seg = rng.permutation(K).astype(np.int32)
+    got = jax.jit(lm._row_minima)(jnp.asarray(D), jnp.asarray(row_seg))
+    for col in range(n):
+        order = sorted(zip(D[:, col], row_seg))  # (value, segment)
+        order += [(np.inf, K)] * 2
+        ref = (order[0][0], order[0][1], order[1][0], order[1][1], order[2][0])
+        out = tuple(np.asarray(g)[col] for g in got)
+        assert out[0] == ref[0] and out[2] == ref[2] and out[4] == ref[4], (col, out, ref)
+        assert out[1] == ref[1]
+        if np.isfinite(ref[2]):  # the second segment only matters below inf
+            assert out[3] == ref[3]

@@ -394,18 +394,52 @@ def _coord_sum(a):
     return sum(a[..., k] for k in range(a.shape[-1]))
 
 
-def _first_argmin(D, m, idx):
-    """The smallest idx (K,) of the rows where D (K, n) is minimal, given its
-    minimum m (n,) over the rows: the first minimum in idx's order (idx: the
-    segment in each row of the cache).
+# Up to this many rows, reductions over the cache's rows are written out (`_rows_min`).
+TREE_ROWS = 128
 
-    A min-reduction of indices where D equals m: on CPU, twice as fast as
-    `jnp.argmin`'s variadic (value, index) reduction, which XLA does not
-    vectorise. The comparison needs m to be bitwise one of D's values: D is
-    the round's cache, whose new column is computed once before both (a
-    miss would clip to the last segment).
+
+def _rows_min(x):
+    """Minimum over the first axis of x (K, n) as a tree of elementwise
+    minima of halves, computed once (`_pin`).
+
+    XLA fuses the tree into one vectorised loop that reads the K rows of
+    each column, and fuses into it whatever masks the rows; a reduction
+    instead went to XLA:CPU's reduction library call, which takes its input
+    materialised: a masked copy of the cache per reduction, under `vmap` a
+    (B, K, n) array each. For K > TREE_ROWS, `jnp.min` (the tree's code
+    grows with K).
     """
-    return jnp.min(jnp.where(D == m[None], idx[:, None], D.shape[0]), 0).clip(max=D.shape[0] - 1)
+    K = x.shape[0]
+    if K > TREE_ROWS:
+        return jnp.min(x, 0)
+
+    def tree(lo, hi):  # rows lo … hi − 1, as slices (a padded copy would be materialised)
+        if hi - lo == 1:
+            return x[lo]
+        mid = (lo + hi) // 2
+        return jnp.minimum(tree(lo, mid), tree(mid, hi))
+
+    return _pin(tree(0, K))
+
+
+def _row_minima(hD, row_seg):
+    """Each column's three smallest entries of hD (K, n) in (value, segment)
+    order, row_seg (K,) giving the segment in each row: ``(m1, c1, m2, c2,
+    m3)``, (n,) each — the values of the three and the segments of the first
+    two (c1: the first segment, in segment order, at the minimum).
+
+    The segments are minima of segment indices where hD equals the minimum
+    (on CPU twice as fast as `jnp.argmin`'s variadic reduction): exact, as
+    the minimum is one of hD's values, bit for bit.
+    """
+    K = hD.shape[0]
+    j = row_seg[:, None]
+    m1 = jnp.min(hD, 0)  # nothing to mask: the library reduction reads hD as it is
+    c1 = _rows_min(jnp.where(hD == m1[None], j, K))
+    m2 = _rows_min(jnp.where(j != c1[None], hD, jnp.inf))
+    c2 = _rows_min(jnp.where((hD == m2[None]) & (j != c1[None]), j, K))
+    m3 = _rows_min(jnp.where((j != c1[None]) & (j != c2[None]), hD, jnp.inf))
+    return m1, c1, m2, c2, m3
 
 
 NOISE_QUANTILE = 0.5
@@ -635,7 +669,7 @@ def _score(c: _Cands, win: _Window, hx, hD, row_seg, dmin, w, nv, cap):
     """
     j = row_seg
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
-    base = jnp.minimum(jnp.min(jnp.where(keep[:, None], hD, jnp.inf), 0), cap)  # (H+1,) unchanged segments
+    base = jnp.minimum(_rows_min(jnp.where(keep[:, None], hD, jnp.inf)), cap)  # unchanged segments
     # One (C, H+1) distance table per local segment slot, folded into a
     # running minimum: XLA fuses the whole loop into one pass over (C, H+1).
     # (A (C, W+2, H+1) table reduced over its middle axis was materialised
@@ -795,16 +829,11 @@ class _Smallest(NamedTuple):
     m3: Array
 
 
-def _smallest(hD, row_seg, m1, c1, cap) -> _Smallest:
-    """`_Smallest` of the cache hD (V−1, H+1) (row_seg (V−1,): the segment
-    in each row) given its minimum m1 at segment c1, the three values capped
-    at ``cap`` (so every minimum taken from them is the capped loss, see
+def _smallest(minima, cap) -> _Smallest:
+    """`_Smallest` from the cache's `_row_minima`, the three values capped at
+    ``cap`` (so every minimum taken from them is the capped loss, see
     `_loss_cap`)."""
-    j = row_seg[:, None]
-    D2 = jnp.where(j == c1[None], jnp.inf, hD)
-    m2 = jnp.min(D2, 0)
-    c2 = _first_argmin(D2, m2, row_seg)
-    m3 = jnp.min(jnp.where(j == c2[None], jnp.inf, D2), 0)
+    m1, c1, m2, c2, m3 = minima
     return _Smallest(jnp.minimum(m1, cap), c1, jnp.minimum(m2, cap), c2, jnp.minimum(m3, cap))
 
 
@@ -977,7 +1006,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     x_col = jnp.where(row_seg < nv - 1, col[:, 0], jnp.inf)
     hD = state.hist_D.at[:, H].set(x_col)
     # Materialised once where the backend honours the barrier (XLA:CPU drops
-    # it; `_first_argmin`'s comparisons are exact either way).
+    # it; `_row_minima`'s comparisons are exact either way).
     hD = lax.optimization_barrier(hD)
     rows = jnp.arange(H + 1)
     r_x = _nn_residual(u, hx, rows < jnp.minimum(state.n_stored, NN_ROWS))  # row H is never among them
@@ -986,8 +1015,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     # array that is read after it is written).
     r_H = r_x if store else state.hist_r[H]
     hr = state.hist_r.at[H].set(r_H)
-    dmin = jnp.min(hD, 0)
-    seg = _first_argmin(hD, dmin, row_seg)
+    minima = _row_minima(hD, row_seg)
+    dmin, seg = minima[0], minima[1]
     loss_u = dmin[H]
     e_H = loss_u if store else state.hist_e[H]
     he = state.hist_e.at[H].set(e_H)
@@ -1034,7 +1063,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     local, block, move_won = _local_move(c, win, winner, vidx, nv), _local_rows(c, winner, hx), c.move[winner]
     if V >= 3:
         local, block, move_won = _global_stage(
-            draws, hx, _smallest(hD, row_seg, dmin, seg, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm,
+            draws, hx, _smallest(minima, cap), w, verts, vidx, nv, sigma2, n_tot, p, d, prm,
             config, obj[winner], local, block, move_won)
     new_perm, newD = _apply(local, nv, perm, hD, block, slot, x_col)
     new_vidx, new_nv = local.vidx, local.nv
