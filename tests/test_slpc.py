@@ -684,10 +684,14 @@ def test_run_streams_equals_loop_with_rare_paths_in_some_streams(learner, init, 
     xs = np.stack([datasets.make_cubic_stream(120, seed=s) for s in (1, 2, 3)]).astype(np.float32)
     keys = jax.random.split(jax.random.key(4), 3)
     eps = [0.0, 1.0, 0.05]
-    # initial states one stream at a time (init_streams itself: tests/test_core.py
-    # and test_reservoir_gives_uniform_inclusion), stacked into the batch
+    # initial states one stream at a time, and by init_streams with a batch
+    # of params (one ε per stream): the same states
     inits = [init(keys[i], xs[i, :20], learner.params._replace(epsilon=jnp.float32(eps[i]))) for i in range(3)]
     states = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *inits)
+    batched_params = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[s.params for s in inits])
+    from_grid = js.init_streams(learner, keys, xs[:, :20], batched_params, params_batched=True)
+    chex.assert_trees_all_close(from_grid, states, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(from_grid.vertex_idx, states.vertex_idx)
     fin, info = run_many(keys, xs[:, 20:], states)
     assert np.asarray(info.explore)[1].all() and not np.asarray(info.explore)[0].any()
     for i in range(3):
