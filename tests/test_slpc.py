@@ -931,10 +931,16 @@ def test_pin_leaves_every_value_unchanged():
         assert out[k].dtype == tree[k].dtype and out[k].shape == tree[k].shape
         np.testing.assert_array_equal(np.atleast_1d(out[k]).view(np.uint8), np.atleast_1d(tree[k]).view(np.uint8))
     with jax.enable_x64(True):
-        x = jnp.asarray(np.concatenate([rng.normal(size=50), [-0.0, np.inf, np.nan]]), jnp.float64)
-        y = jax.jit(lm._pin)(x)
-        assert y.dtype == jnp.float64
-        np.testing.assert_array_equal(np.asarray(y).view(np.uint64), np.asarray(x).view(np.uint64))
+        # 1 − 2⁻⁵³ and the float below 2 have a low 32-bit word of all ones
+        # (the float64 bits are pinned whole, not as two 32-bit words)
+        x = jnp.asarray(np.concatenate([rng.normal(size=50), [-0.0, np.inf, np.nan, 1 - 2 ** -53,
+                                                               np.nextafter(2.0, 0.0)]]), jnp.float64)
+        y = jax.jit(lm._pin)((x, jnp.arange(-3, 3)))
+        assert y[0].dtype == jnp.float64 and y[1].dtype == jnp.int64
+        np.testing.assert_array_equal(np.asarray(y[0]).view(np.uint64), np.asarray(x).view(np.uint64))
+        np.testing.assert_array_equal(y[1], np.arange(-3, 3))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        lm._pin(jnp.zeros(3, jnp.float16))
 
 
 @pytest.mark.parametrize("K", [1, 2, 7, 50, 130])
@@ -960,3 +966,74 @@ def test_row_minima_against_a_sort(K):
         assert out[1] == ref[1]
         if np.isfinite(ref[2]):  # the second segment only matters below inf
             assert out[3] == ref[3]
+
+
+def test_apply_writes_only_the_moves_rows():
+    """`_apply` against a NumPy recomputation, for every move on random
+    lines of V = 6 vertices (nv = 2 … 6) with the cache's rows in a random
+    order: every run of kept segments with 0 … 4 new ones between them (an
+    insertion, a shift or a deletion anywhere, windows at either end), every
+    single-vertex deletion and every prefix/suffix reversal, and a random
+    reservoir column. The new permutation is a permutation; active segments'
+    rows are the new line's distances; freed rows are inf; no other row
+    changes but for the reservoir column."""
+    from jaxstream.curves import learner as lm
+    rng = np.random.default_rng(0)
+    V, d, n, K = 6, 2, 7, 4
+    apply = jax.jit(lm._apply)
+
+    def check(vidx, P, perm, hD, nv, mv, new_line, new_rows):
+        n_new, nv2, lo = int(mv.n_new), int(mv.nv), int(mv.lo)
+        block = np.full((K, n), 1e6, np.float32)  # junk past the move's rows
+        block[:n_new] = new_rows
+        slot = int(rng.integers(0, n))
+        got_perm, got = apply(mv, jnp.int32(nv), jnp.asarray(perm), jnp.asarray(hD), jnp.asarray(block),
+                              jnp.int32(slot), jnp.asarray(hD[:, -1]))
+        got_perm, got = np.asarray(got_perm), np.asarray(got)
+        np.testing.assert_array_equal(np.asarray(mv.vidx)[:nv2], new_line)
+        assert sorted(got_perm) == list(range(V - 1))
+        ref = np_segment_table(P, new_line.astype(np.float64)).T
+        ref[:, slot] = ref[:, -1]
+        np.testing.assert_allclose(got[got_perm[:nv2 - 1]], ref, rtol=1e-5, atol=1e-4)
+        assert np.all(np.isinf(got[got_perm[nv2 - 1:]]))
+        touched = set(got_perm[lo:lo + n_new]) | set(perm[lo:lo + int(mv.n_rem)])
+        for r in set(range(V - 1)) - touched:
+            np.testing.assert_array_equal(np.delete(got[r], slot), np.delete(hD[r], slot))
+
+    cases = 0
+    for nv in range(2, V + 1):
+        vidx = rng.integers(-20, 20, (V, d)).astype(np.int32)
+        P = rng.normal(size=(n, d)) * 10
+        perm = rng.permutation(V - 1).astype(np.int32)
+        hD = np.full((V - 1, n), np.inf, np.float32)
+        hD[perm[:nv - 1]] = np_segment_table(P, vidx[:nv].astype(np.float64)).T
+        line = vidx[:nv]
+        for lo in range(nv):
+            for n_rem in range(min(nv - lo, K + 1)):  # a block of K rows frees at most K
+                for n_new in range(K + 1):
+                    left, right = lo > 0, lo + n_rem < nv - 1
+                    n_mid = n_new - 1 + (not left) + (not right)
+                    nv2 = nv + n_new - n_rem
+                    if n_mid < 0 or not 2 <= nv2 <= V or not (left or right or n_new):
+                        continue
+                    new_line = np.concatenate([line[:lo + 1]] * left + [rng.integers(-20, 20, (n_mid, d))]
+                                              + [line[lo + n_rem:]] * right).astype(np.int32)
+                    vfull = np.concatenate([new_line, np.zeros((V - nv2, d), np.int32)])
+                    mv = lm._move(jnp.asarray(vfull), nv2, lo, n_new, n_rem)
+                    rows = np_segment_table(P, new_line.astype(np.float64)).T[lo:lo + n_new]
+                    check(vidx, P, perm, hD, nv, mv, new_line, rows)
+                    cases += 1
+        for j in range(nv if nv >= 3 else 0):
+            mv = lm._deletion_move(jnp.int32(j), jnp.asarray(vidx), jnp.int32(nv))
+            new_line = np.delete(line, j, 0)
+            rows = np_segment_table(P, new_line.astype(np.float64)).T[j - 1:j] if 1 <= j <= nv - 2 else np.zeros((0, n))
+            check(vidx, P, perm, hD, nv, mv, new_line, rows)
+            cases += 1
+        for side in (0, 1):
+            for k in range(nv - 1):
+                mv = lm._reversal_move(jnp.int32(side), jnp.int32(k), jnp.asarray(vidx), jnp.int32(nv))
+                new_line = (np.concatenate([line[:k + 1][::-1], line[k + 1:]]) if side == 0
+                            else np.concatenate([line[:k + 1], line[k + 1:][::-1]]))
+                check(vidx, P, perm, hD, nv, mv, new_line, np_segment_table(P, new_line.astype(np.float64)).T[k:k + 1])
+                cases += 1
+    assert cases >= 200

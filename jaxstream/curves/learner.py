@@ -727,28 +727,40 @@ def _pin(tree):
     before fusion. An integer remainder is an "expensive" operation, which
     XLA does not duplicate into a consumer that reads each of its elements
     many times, so the leaves go through one that leaves them unchanged:
-    integers and booleans as int32 modulo 2³¹ − 1 (every value of magnitude
-    below 2³¹ − 1),
-    floating-point leaves as their 32-bit words, unsigned, modulo 2³² − 1
-    (every word but 0xFFFFFFFF, a NaN with every payload bit set, which no
-    arithmetic produces).
+    integers and booleans as int32 modulo 2³¹ − 1 (a round's integers are
+    indices and counts, far below 2³¹ − 1 in magnitude); float32 and float64
+    leaves as their bits, unsigned integers of the same width, modulo the
+    largest one (every bit pattern but all ones — a NaN with every payload
+    bit set, which no arithmetic produces — is unchanged).
+
+    Raises:
+      TypeError: for a floating-point leaf other than float32 or float64.
     """
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     leaves = [jnp.asarray(x) for x in leaves]
-    is_int = [x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer) for x in leaves]
-    words = [x.astype(jnp.int32) if i else lax.bitcast_convert_type(x, jnp.uint32) for x, i in zip(leaves, is_int)]
+    kinds, words = [], []
+    for x in leaves:
+        if x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.integer):
+            kinds.append(jnp.dtype(jnp.int32))
+            words.append(x.astype(jnp.int32))
+        elif x.dtype in (jnp.float32, jnp.float64):
+            kinds.append(jnp.dtype(jnp.uint32 if x.dtype == jnp.float32 else jnp.uint64))
+            words.append(lax.bitcast_convert_type(x, kinds[-1]))
+        else:
+            raise TypeError(f"_pin: unsupported dtype {x.dtype}")
     out = list(words)
-    for group, dt, modulus in ((True, jnp.int32, 2 ** 31 - 1), (False, jnp.uint32, 2 ** 32 - 1)):
-        idx = [k for k, i in enumerate(is_int) if i == group]
+    for kind in map(jnp.dtype, (jnp.int32, jnp.uint32, jnp.uint64)):
+        idx = [k for k, kd in enumerate(kinds) if kd == kind]
         if not idx:
             continue
-        flat = lax.rem(jnp.concatenate([words[k].reshape(-1) for k in idx]), jnp.asarray(modulus, dt))
+        modulus = 2 ** 31 - 1 if kind == jnp.int32 else int(jnp.iinfo(kind).max)
+        flat = lax.rem(jnp.concatenate([words[k].reshape(-1) for k in idx]), jnp.asarray(modulus, kind))
         start = 0
         for k in idx:
             out[k] = flat[start:start + words[k].size].reshape(words[k].shape)
             start += words[k].size
-    out = [w.astype(x.dtype) if i else lax.bitcast_convert_type(w, x.dtype).reshape(x.shape)
-           for w, x, i in zip(out, leaves, is_int)]
+    out = [w.astype(x.dtype) if kd == jnp.int32 else lax.bitcast_convert_type(w, x.dtype)
+           for w, x, kd in zip(out, leaves, kinds)]
     return jax.tree_util.tree_unflatten(treedef, out)
 
 
@@ -1049,8 +1061,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     feasible = feasible.at[0].set(True)
     winner = jnp.argmin(jnp.where(feasible, obj, jnp.inf))
 
-    # Where the reservoir puts x_t (Vitter's algorithm R): its row of the
-    # new cache is written by the same gather that rebuilds the cache.
+    # Where the reservoir puts x_t (Vitter's algorithm R): `_apply` writes its
+    # column of the new cache (in place, with the move's new rows).
     n_seen = state.n_seen + int(store)
     full = state.n_stored >= H
     j_res = jnp.minimum((draws.reservoir * n_seen.astype(dt)).astype(jnp.int32), n_seen - 1)
