@@ -33,7 +33,8 @@ Design:
   candidate's objective is exact. The cache's rows are indexed through a
   segment-to-row permutation (``seg_slot``): after the choice only the
   winner's new segments' rows (already computed) are written, into the rows
-  the move frees; no other row moves. Randomness is one uniform draw per
+  the move frees (the others it frees are set to inf), and x_t's column
+  where the reservoir stores it; no other row moves. Randomness is one uniform draw per
   round (counter-mode Threefry-2x32, unrolled).
 * **History.** While it has room every point is stored (exact full
   information). Once full it is a uniform reservoir sample of x_1 … x_{t−1}
