@@ -28,15 +28,19 @@ Measured 2026-11-23 (code 962988a: global_moves 8, loss cap outlier_scale
     9.64-9.72, segments 8-11. (With every deletion and reversal scored each
     round, code 9ac3508: cubic 7.62 (3.28), Table 2 6.52, helix 2.49×,
     seismic 62/48/43/61/41°; the random streams differ as well.)
-  * speed, the machine otherwise idle (its speed drifts by up to 1.5× from
-    run to run: compare within a run): one stream T=5000 1.01-1.05 s steady
-    (210 us/round), global_moves=None 1.45 s in the same run; the code at the
-    session's start (67a3d0e), in one interleaved run, 2.36-3.64 s against
-    0.75-1.01 s (3.0-3.6×); 1.79 MFLOP and 2.50 MB per round (was 3.87 and
-    4.16), ~150 XLA operations per round, 31 of them in a chain: the round
-    costs about 1 us per operation, not its arithmetic. run_streams T=1000:
-    B=1 3,786, B=16 7,484, B=128 5,056 stream-updates/s (1.34×; the code
-    at the session's start: B=1 1,404, B=128 2,742).
+  * speed, 2026-11-24, code ba3927a (the cache's rows stay put, scalars
+    pinned, row minima as trees), the machine otherwise idle (its speed
+    drifts by up to 1.5x from run to run: compare within a run): one stream
+    T=5000 0.44 s against 0.59 s for the code at the session's start
+    (badb263) in one interleaved run (89 against 118 us/round); the
+    benchmark's own run 0.50 s (100 us/round), global_moves=None 0.69 s;
+    1.92 MFLOP and 2.56 MB per round, 11% of the machine's 182 GFLOP/s
+    (f32 matrix product); run_streams T=1000: B=1 10,519, B=128 12,485
+    stream-updates/s (1.19x; 1.38x in another run) - at B=128 a round's
+    2.56 MB per stream, read at the machine's 24 GB/s, would take ~105 us:
+    the batch is bound by memory traffic, not arithmetic.
+    Session 18 (badb263, other runs): T=5000 0.75-1.05 s, B=1 3,786,
+    B=128 5,056.
 
 Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png]
 """
@@ -234,8 +238,10 @@ def speed(learner, args):
     us = steady / (T - 20) * 1e6
     print(f"  one round (XLA cost analysis): {flops / 1e6:.2f} MFLOP, {nbytes / 1e6:.2f} MB accessed; "
           f"at {us:.0f} us/round that is {flops / us / 1e3:.2f} GFLOP/s ({flops / us / 1e3 / peak_flops:.0%} of "
-          f"the machine's) and {nbytes / us / 1e3:.2f} GB/s; at the machine's limits a round would take "
-          f"{max(flops / peak_flops, nbytes / peak_bw) / 1e3:.0f} us")
+          f"the machine's) and {nbytes / us / 1e3:.2f} GB/s")
+    print(f"  bounds: the arithmetic at the matrix-product rate {flops / peak_flops / 1e3:.0f} us/round; the bytes "
+          f"read from memory at the measured rate {nbytes / peak_bw / 1e3:.0f} us/round (one stream's state, "
+          f"{state_bytes / 1024:.0f} KiB, stays in cache; a batch's does not: the bound of a large batch)")
     print("== speed: run_streams, same run (stream-updates per second)")
     T = args.T_many
     for B in args.batches:
