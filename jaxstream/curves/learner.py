@@ -399,24 +399,25 @@ def _coord_sum(a):
 TREE_ROWS = 128
 
 
-def _rows_min(x):
-    """Minimum over the first axis of x (K, n) as a tree of elementwise
-    minima of halves, computed once (`_pin`).
+def _rows_min(K: int, row):
+    """Minimum over k < K of row(k), each (n,): a tree of elementwise minima,
+    computed once (`_pin`).
 
-    XLA fuses the tree into one vectorised loop that reads the K rows of
-    each column, and fuses into it whatever masks the rows; a reduction
-    instead went to XLA:CPU's reduction library call, which takes its input
-    materialised: a masked copy of the cache per reduction, under `vmap` a
-    (B, K, n) array each. For K > TREE_ROWS, `jnp.min` (the tree's code
-    grows with K).
+    row(k) is built from row k of the cache (a slice) and its mask, so XLA
+    fuses the whole tree, masks included, into one vectorised loop that
+    reads the K rows of each column once. A reduction instead went to
+    XLA:CPU's reduction library call, which takes its input materialised:
+    a masked copy of the cache per reduction, under `vmap` a (B, K, n)
+    array each; masking a (K, n) array before a tree of its slices was
+    materialised too. For K > TREE_ROWS, `jnp.min` of the stacked rows (the
+    tree's code grows with K).
     """
-    K = x.shape[0]
     if K > TREE_ROWS:
-        return jnp.min(x, 0)
+        return jnp.min(jnp.stack([row(k) for k in range(K)]), 0)
 
-    def tree(lo, hi):  # rows lo … hi − 1, as slices (a padded copy would be materialised)
+    def tree(lo, hi):
         if hi - lo == 1:
-            return x[lo]
+            return row(lo)
         mid = (lo + hi) // 2
         return jnp.minimum(tree(lo, mid), tree(mid, hi))
 
@@ -434,12 +435,12 @@ def _row_minima(hD, row_seg):
     the minimum is one of hD's values, bit for bit.
     """
     K = hD.shape[0]
-    j = row_seg[:, None]
+    inf = jnp.asarray(jnp.inf, hD.dtype)
     m1 = jnp.min(hD, 0)  # nothing to mask: the library reduction reads hD as it is
-    c1 = _rows_min(jnp.where(hD == m1[None], j, K))
-    m2 = _rows_min(jnp.where(j != c1[None], hD, jnp.inf))
-    c2 = _rows_min(jnp.where((hD == m2[None]) & (j != c1[None]), j, K))
-    m3 = _rows_min(jnp.where((j != c1[None]) & (j != c2[None]), hD, jnp.inf))
+    c1 = _rows_min(K, lambda k: jnp.where(hD[k] == m1, row_seg[k], K))
+    m2 = _rows_min(K, lambda k: jnp.where(row_seg[k] != c1, hD[k], inf))
+    c2 = _rows_min(K, lambda k: jnp.where((hD[k] == m2) & (row_seg[k] != c1), row_seg[k], K))
+    m3 = _rows_min(K, lambda k: jnp.where((row_seg[k] != c1) & (row_seg[k] != c2), hD[k], inf))
     return m1, c1, m2, c2, m3
 
 
@@ -670,7 +671,7 @@ def _score(c: _Cands, win: _Window, hx, hD, row_seg, dmin, w, nv, cap):
     """
     j = row_seg
     keep = (j < nv - 1) & ((j <= win.a - 2) | (j >= win.b))
-    base = jnp.minimum(_rows_min(jnp.where(keep[:, None], hD, jnp.inf)), cap)  # unchanged segments
+    base = jnp.minimum(_rows_min(hD.shape[0], lambda k: jnp.where(keep[k], hD[k], jnp.inf)), cap)  # kept segments
     # One (C, H+1) distance table per local segment slot, folded into a
     # running minimum: XLA fuses the whole loop into one pass over (C, H+1).
     # (A (C, W+2, H+1) table reduced over its middle axis was materialised
