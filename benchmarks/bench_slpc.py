@@ -28,17 +28,17 @@ Measured 2026-11-23 (code 962988a: global_moves 8, loss cap outlier_scale
     9.64-9.72, segments 8-11. (With every deletion and reversal scored each
     round, code 9ac3508: cubic 7.62 (3.28), Table 2 6.52, helix 2.49×,
     seismic 62/48/43/61/41°; the random streams differ as well.)
-  * speed, 2026-11-24, code ba3927a (the cache's rows stay put, scalars
-    pinned, row minima as trees), the machine otherwise idle (its speed
-    drifts by up to 1.5x from run to run: compare within a run): one stream
-    T=5000 0.44 s against 0.59 s for the code at the session's start
-    (badb263) in one interleaved run (89 against 118 us/round); the
-    benchmark's own run 0.50 s (100 us/round), global_moves=None 0.69 s;
-    1.92 MFLOP and 2.56 MB per round, 11% of the machine's 182 GFLOP/s
-    (f32 matrix product); run_streams T=1000: B=1 10,519, B=128 12,485
-    stream-updates/s (1.19x; 1.38x in another run) - at B=128 a round's
-    2.56 MB per stream, read at the machine's 24 GB/s, would take ~105 us:
-    the batch is bound by memory traffic, not arithmetic.
+  * speed, 2026-11-24, code cde53f4 (the cache's rows stay put, scalars
+    pinned, row minima as fused trees of masked row slices), the machine
+    otherwise idle (its speed drifts by up to 1.5x from run to run: compare
+    within a run): one stream T=5000 0.50 s (102 us/round), global_moves=None
+    0.67 s; in one interleaved run with the code at the session's start
+    (badb263) 0.48 s against 0.59 s (ba3927a, before the fused row minima:
+    0.44 s); 1.92 MFLOP and 1.54 MB per round (was 2.56 MB), 11% of the
+    machine's 173-182 GFLOP/s (f32 matrix product); run_streams T=1000:
+    B=1 9,916, B=128 18,986 stream-updates/s (1.91x; ba3927a: 1.19-1.38x) -
+    at B=128 a stream-round takes ~53 us against ~59 us for its 1.54 MB read
+    at the machine's ~26 GB/s: the batch is bound by memory traffic.
     Session 18 (badb263, other runs): T=5000 0.75-1.05 s, B=1 3,786,
     B=128 5,056.
 
