@@ -220,10 +220,17 @@ def _pca_segment(u):
     return jnp.stack([mean + proj.min() * axis, mean + proj.max() * axis])
 
 
-def _segment_table(P, verts, nv):
-    """(V−1, n) squared distances of every segment slot to points P (inf if inactive)."""
-    d2, _ = cand.seg_d2_points(P, verts[:-1], verts[1:])  # (V−1, n)
-    return jnp.where((jnp.arange(verts.shape[0] - 1) < nv - 1)[:, None], d2, jnp.inf)
+def _segment_table(P, verts, nv, seg=None):
+    """(V−1, n) squared distances of segments to points P (inf if inactive):
+    row r is segment seg[r] (seg (V−1,), default r: segment order)."""
+    if seg is None:
+        seg = jnp.arange(verts.shape[0] - 1)
+        A, B = verts[:-1], verts[1:]
+    else:
+        s = jnp.minimum(seg, verts.shape[0] - 2)
+        A, B = verts[s], verts[s + 1]
+    d2, _ = cand.seg_d2_points(P, A, B)  # (V−1, n)
+    return jnp.where((seg < nv - 1)[:, None], d2, jnp.inf)
 
 
 def _nn_residual(u, P, valid):
@@ -1015,9 +1022,7 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     k = jnp.arange(V - 1, dtype=jnp.int32)
     row_seg = jnp.sum(jnp.where(perm[None, :] == k[:, None], k[None, :], 0), 1)  # the inverse permutation
     hx = state.hist_x.at[H].set(u)
-    rs = jnp.minimum(row_seg, V - 2)
-    col, _ = cand.seg_d2_points(u[None], verts[rs], verts[rs + 1])
-    x_col = jnp.where(row_seg < nv - 1, col[:, 0], jnp.inf)
+    x_col = _segment_table(u[None], verts, nv, row_seg)[:, 0]
     hD = state.hist_D.at[:, H].set(x_col)
     # Materialised once where the backend honours the barrier (XLA:CPU drops
     # it; `_row_minima`'s comparisons are exact either way).
