@@ -1,27 +1,32 @@
-"""jaxstream: online learning of data-stream summaries in JAX."""
-from ._core import (ChunkedResult, StreamLearner, init_streams, read_csv_blocks, read_npy_blocks,
-                    run_stream, run_stream_chunked, run_streams)
+"""jaxstream: online learning of data-stream summaries in JAX.
+
+The public API, re-exported explicitly from the modules that define it:
+
+- the learner shape and stream drivers: `StreamLearner`, `run_stream`,
+  `run_streams`, `init_streams`, `run_stream_chunked` (+ `ChunkedResult`,
+  `read_npy_blocks`, `read_csv_blocks`), `config_record`;
+- the learners (factories returning a `StreamLearner`): `slpc`, `pacbo`,
+  `landmark_mds`, and their NumPy wrappers `SLPC`, `PACBO`, `LandmarkMDS`
+  (all `StreamModel`s);
+- the families' sub-packages `curves`, `clustering`, `embedding`, and the
+  modules `checkpoint`, `datasets`, `geometry`.
+"""
+from ._core import StreamLearner, config_record, run_stream
+from ._sharding import init_streams, run_streams
+from ._chunked import ChunkedResult, read_csv_blocks, read_npy_blocks, run_stream_chunked
+from ._wrapper import StreamModel
 from . import checkpoint, datasets, geometry
-from . import curves, principal_curves
-from .principal_curves import SLPC, slpc
-from . import clustering
+from . import clustering, curves, embedding
+from .curves import SLPC, slpc
 from .clustering import PACBO
 from .clustering.pacbo import pacbo
-from . import embedding
-from .embedding import LandmarkMDS, landmark_mds, networks
-import sys as _sys
-# old module paths of the embedding family (before jaxstream/embedding/): keep `import jaxstream.networks`
-# and `jaxstream.landmarks` working
-_sys.modules[__name__ + ".networks"] = networks
-_sys.modules[__name__ + ".landmarks"] = landmarks = embedding
-del _sys
+from .embedding import LandmarkMDS, landmark_mds
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "StreamLearner", "ChunkedResult", "run_stream", "run_streams", "init_streams",
-    "run_stream_chunked", "read_npy_blocks", "read_csv_blocks", "checkpoint", "datasets", "geometry",
-    "curves", "principal_curves", "slpc", "SLPC",
-    "clustering", "pacbo", "PACBO",
-    "landmarks", "embedding", "networks", "landmark_mds", "LandmarkMDS",
+    "StreamLearner", "StreamModel", "config_record", "run_stream", "run_streams", "init_streams",
+    "run_stream_chunked", "ChunkedResult", "read_npy_blocks", "read_csv_blocks",
+    "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
+    "curves", "clustering", "embedding", "checkpoint", "datasets", "geometry",
 ]

@@ -7,7 +7,8 @@ block. Written out, the hash is one fused
 elementwise kernel; normals come from Box–Muller (two per hash). Every draw
 is a pure function of (key, counter), so any block of a chain's proposals can
 be drawn again later without being stored. Uniforms have 24 random bits and
-lie in (0, 1) (never 0 or 1), in the requested dtype.
+lie in (0, 1] (1 only in float32, with probability 2⁻²⁴; see `to_uniform`), in the
+requested dtype.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import jax.numpy as jnp
 Array = jax.Array
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
 
-__all__ = ["threefry2x32", "key_words", "derive", "uniforms", "normals"]
+__all__ = ["threefry2x32", "key_words", "derive", "to_uniform", "uniform_pairs", "uniforms", "normals"]
 
 
 def threefry2x32(k0, k1, x0, x1):
@@ -52,12 +53,23 @@ def derive(words, j) -> tuple[Array, Array]:
     return threefry2x32(words[0], words[1], j, jnp.uint32(0x9E3779B9))
 
 
+def to_uniform(bits, dtype) -> Array:
+    """Uniforms from uint32 hash words: the top 24 bits, centred in their cell,
+    ``((b >> 8) + 0.5)·2⁻²⁴`` (exact in float64; in float32 rounded to
+    nearest, so the top cell gives 1.0, with probability 2⁻²⁴; never 0)."""
+    return ((bits >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
+
+
+def uniform_pairs(words, counters, dtype) -> tuple[Array, Array]:
+    """The two uniforms of each counter (uint32 array) under `words`: two arrays shaped like `counters`."""
+    c = jnp.asarray(counters, jnp.uint32)
+    b0, b1 = threefry2x32(words[0], words[1], c, jnp.zeros_like(c))
+    return to_uniform(b0, dtype), to_uniform(b1, dtype)
+
+
 def _pairs(words, start, n_pairs: int, dtype):
     """Two arrays of n_pairs uniforms in (0, 1) from counters start … start + n_pairs − 1."""
-    c = jnp.asarray(start, jnp.uint32) + jnp.arange(n_pairs, dtype=jnp.uint32)
-    b0, b1 = threefry2x32(words[0], words[1], c, jnp.zeros_like(c))
-    to_u = lambda b: ((b >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
-    return to_u(b0), to_u(b1)
+    return uniform_pairs(words, jnp.asarray(start, jnp.uint32) + jnp.arange(n_pairs, dtype=jnp.uint32), dtype)
 
 
 def uniforms(words, shape, dtype, start=0) -> Array:

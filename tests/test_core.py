@@ -316,3 +316,40 @@ def test_run_streams_under_jit_equals_eager(data):
     eager = js.run_streams(L, keys, xs[:, 5:], states)
     jitted = jax.jit(lambda x, s: js.run_streams(L, keys, x, s))(xs[:, 5:], states)
     chex.assert_trees_all_close(eager, jitted, rtol=1e-6)
+
+
+@pytest.mark.parametrize("factory,kw", [("slpc", dict(max_segments=6, history_size=64)),
+                                        ("pacbo", dict(max_clusters=5, history_size=32, n_steps=8)),
+                                        ("landmark_mds", dict(max_landmarks=6, buffer_size=32))])
+def test_a_second_factory_call_compiles_nothing(factory, kw):
+    """Two factory calls with equal arguments give the same learner (its
+    functions are the same objects), so initialising and running a 100-point
+    stream with the second compiles nothing: no compile request reaches XLA
+    (counted with jax.monitoring) and `update` is traced once (chex)."""
+    from jax import monitoring
+
+    chex.clear_trace_counter()
+    xs = js.datasets.make_cubic_stream(120, seed=0).astype(np.float32)
+    key = jax.random.key(0)
+    first = getattr(js, factory)(**kw)
+    traced = chex.assert_max_traces(first.update, n=1)
+    run = jax.jit(lambda s, x: js.run_stream(first._replace(update=traced), key, x, s))
+    s0 = first.init(key, xs[:20])
+    jax.block_until_ready(run(s0, xs[20:]))
+    jax.block_until_ready(js.run_stream(first, key, xs[20:], s0))
+
+    events = []
+    listener = lambda name, **k: events.append(name)  # noqa: E731
+    monitoring.register_event_listener(listener)
+    try:
+        second = getattr(js, factory)(**kw)
+        assert second is first and second.update is first.update and second.config == first.config
+        s1 = second.init(key, xs[:20])
+        out = js.run_stream(second, key, xs[20:], s1)
+        jax.block_until_ready(run(s1, xs[20:]))  # the counted update is not traced again
+    finally:
+        monitoring.unregister_event_listener(listener)
+    assert "/jax/compilation_cache/compile_requests_use_cache" not in events, events
+    chex.assert_trees_all_equal(out, js.run_stream(first, key, xs[20:], s0))
+    # another configuration is another learner
+    assert getattr(js, factory)(**dict(kw, **{next(iter(kw)): next(iter(kw.values())) + 1})) is not first

@@ -80,3 +80,59 @@ def test_counters_and_streams_are_independent():
         assert chi2_p(a, b) > 1e-3
         assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(len(a))
     assert chi2_p(v, (v + 0.2 * w) % 1.0) < 1e-6  # power: a dependent pair
+
+
+def _pairs_chi2_pvalue(a, b, bins=10):
+    """Chi-square test of independence and uniformity of pairs (a, b) in [0, 1)²."""
+    counts = np.histogram2d(a, b, bins=bins, range=[[0, 1], [0, 1]])[0].ravel()
+    expected = len(a) / bins ** 2
+    return stats.chi2.sf(((counts - expected) ** 2 / expected).sum(), bins ** 2 - 1)
+
+
+def test_uniforms_are_the_top_bits_of_jax_threefry():
+    """`uniforms` element f is word f % 2 of JAX's own threefry_2x32 hash of
+    counter (f // 2, 0), top 24 bits centred in their cell (exact in float64,
+    rounded to nearest in float32), and the same for raw uint32 keys."""
+    from jax.extend.random import threefry_2x32 as jax_threefry
+
+    for seed in (0, 1, 12345):
+        kd = np.asarray(jax.random.key_data(jax.random.key(seed)), np.uint32)
+        m = 37
+        ref = np.asarray(jax_threefry(kd, np.concatenate([np.arange(m, dtype=np.uint32), np.zeros(m, np.uint32)])))
+        top = np.stack([ref[:m], ref[m:]], 1).ravel() >> 8
+        want = ((top + 0.5) * 2.0 ** -24).astype(np.float32)  # to nearest float32
+        f = jax.jit(lambda k: _rng.uniforms(_rng.key_words(k), (2 * m,), jnp.float32))
+        np.testing.assert_array_equal(f(jax.random.key(seed)), want)
+        np.testing.assert_array_equal(f(jnp.asarray(kd)), want)
+        with jax.enable_x64(True):
+            u64 = jax.jit(lambda k: _rng.uniforms(_rng.key_words(k), (2 * m,), jnp.float64))(jax.random.key(seed))
+            assert u64.dtype == jnp.float64
+            np.testing.assert_array_equal(np.asarray(u64), (top + 0.5) * 2.0 ** -24)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_round_draws_are_uniform_and_independent(dtype):
+    """Uniforms as slpc's round draws them (one key per round, 256 counters
+    each): 400 keys × 256 draws are U(0, 1) and their −log are Exp(1) (KS);
+    adjacent draws (the two words of one hash), draws c and c + 128 and the
+    same counter under two keys are independent (chi-square on a 10×10
+    grid). Power: u^1.05, a shift of 0.01 and a dependent pair are rejected."""
+    n_keys, n = 400, 256
+    keys = jax.random.split(jax.random.key(2026), n_keys)
+    with jax.enable_x64(dtype == jnp.float64):
+        u = np.asarray(jax.jit(jax.vmap(lambda k: _rng.uniforms(_rng.key_words(k), (n,), dtype)))(keys), np.float64)
+    assert 0 < u.min() and u.max() < 1
+    flat = u.ravel()
+    assert stats.kstest(flat, "uniform").pvalue > 1e-3
+    assert stats.kstest(-np.log(flat), "expon").pvalue > 1e-3
+    assert stats.kstest(flat ** 1.05, "uniform").pvalue < 1e-6
+    assert stats.kstest(np.minimum(flat + 0.01, 1.0), "uniform").pvalue < 1e-6
+    assert stats.kstest(-1.05 * np.log(flat), "expon").pvalue < 1e-6
+    pairs = [(u[:, :-1:2].ravel(), u[:, 1::2].ravel()),  # the two words of one hash
+             (u[:, :128].ravel(), u[:, 128:].ravel()),  # counters c and c + 64
+             (u[:-1:2].ravel(), u[1::2].ravel())]  # same counters, two keys
+    for a, b in pairs:
+        assert _pairs_chi2_pvalue(a, b) > 1e-3
+        assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(len(a))
+    a, b = pairs[0]
+    assert _pairs_chi2_pvalue(a, (a + 0.2 * b) % 1.0) < 1e-6  # power: a dependent pair

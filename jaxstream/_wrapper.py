@@ -1,0 +1,252 @@
+"""`StreamModel`: the base of the NumPy-in / NumPy-out wrappers (`SLPC`, `PACBO`, `LandmarkMDS`).
+
+One convention for the three models, taken from the two ecosystems users
+come from:
+
+* scikit-learn: ``fit(X)`` (forget, then learn X as a stream),
+  ``partial_fit(X)`` (go on learning), both returning ``self``;
+  ``predict`` / ``transform`` / ``score``; ``get_params`` / ``set_params``
+  read the constructor's arguments, so `sklearn.base.clone` works; what is
+  learned lives in attributes with a trailing underscore (``state_``,
+  ``n_seen_``, ``cumulative_loss_``, ``last_losses_``, ``last_info_``,
+  ``n_features_in_``), which do not exist before the first fit.
+* River: ``learn_one(x)`` (returns ``self``), ``predict_one(x)`` and
+  ``transform_one(x)`` for one point of shape (d,).
+
+The prequential losses of the points of the last call are in
+``last_losses_`` (NaN for the points a model used to build its first
+summary, which had nothing to score them), their sum over the whole stream
+in ``cumulative_loss_``. Round t of a model uses the key
+``fold_in(key, t)``, as `jaxstream.run_stream` does, so learning point by
+point, in batches of any size, or in one call gives the same result.
+Batches go through a few compiled programs: whole chunks of ``CHUNK`` rows,
+and the rest padded (and masked) to a power of two of at least 8 rows.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+import numpy as np
+import jax
+
+from ._checks import check_points
+from ._core import StreamLearner, run_stream
+
+__all__ = ["StreamModel"]
+
+CHUNK = 1024
+MIN_PAD = 8
+
+
+class StreamModel:
+    """Base class of the NumPy wrappers; subclasses define the constructor and a few hooks.
+
+    A subclass's ``__init__`` only stores its arguments, under their own
+    names (scikit-learn's rule), and implements `_build` (the learner),
+    `_init_state` (the first summary from the first rows) and the
+    prediction methods.
+    """
+
+    # --- scikit-learn parameter plumbing ---------------------------------
+
+    @classmethod
+    def _param_names(cls) -> list:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's arguments (scikit-learn's ``get_params``)."""
+        del deep  # no nested estimators
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "StreamModel":
+        """Set constructor arguments; the learned state is discarded (scikit-learn's ``set_params``)."""
+        names = set(self._param_names())
+        for name, value in params.items():
+            if name not in names:
+                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; valid: {sorted(names)}")
+            setattr(self, name, value)
+        self._forget()
+        return self
+
+    def __repr__(self) -> str:
+        sig = inspect.signature(type(self).__init__)
+        args = [f"{k}={v!r}" for k, v in self.get_params().items() if not _equal(sig.parameters[k].default, v)]
+        return f"{type(self).__name__}({', '.join(args)})"
+
+    # --- hooks ------------------------------------------------------------
+
+    def _build(self) -> StreamLearner:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _init_state(self, key, X) -> tuple[Any, int]:  # pragma: no cover - abstract
+        """``(state, n_used)``: the first summary from the first rows of X, and how many it used
+        (``state`` None while more rows are needed)."""
+        raise NotImplementedError
+
+    def _check_rows(self, X) -> None:
+        """Extra checks of a batch before anything of it is learned (e.g. a fixed radius)."""
+
+    # --- learning ---------------------------------------------------------
+
+    @property
+    def learner(self) -> StreamLearner:
+        """The functional learner this model runs (built from the parameters on first use)."""
+        if getattr(self, "_learner_obj", None) is None:
+            self._learner_obj = self._build()
+        return self._learner_obj
+
+    def _forget(self) -> None:
+        self._learner_obj = None
+        for name in ("state_", "n_seen_", "cumulative_loss_", "last_losses_", "last_info_", "n_features_in_"):
+            self.__dict__.pop(name, None)
+        self._pending = []
+        self._rounds = 0
+        self._init_rows = 0
+
+    def reset(self) -> "StreamModel":
+        """Forget everything learned (the parameters stay)."""
+        self._forget()
+        return self
+
+    def _key(self):
+        return jax.random.key(self.seed)
+
+    def _as_rows(self, X, name: str = "X") -> np.ndarray:
+        X = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if X.ndim == 1:
+            raise ValueError(f"{name} must be 2-D (n, d); got a 1-D array of shape {X.shape}: pass one point "
+                             "to learn_one, or reshape to (1, d) / (n, 1)")
+        dim = getattr(self, "n_features_in_", None)
+        X = np.asarray(check_points(X, name, dim=dim))
+        return X
+
+    def fit(self, X, y=None) -> "StreamModel":
+        """Forget everything, then learn the rows of X (n, d) in order as a stream. Returns self."""
+        del y
+        self._forget()
+        return self.partial_fit(X)
+
+    def partial_fit(self, X, y=None) -> "StreamModel":
+        """Learn the rows of X (n, d) in order, after what was learned before. Returns self.
+
+        Their prequential losses are in ``last_losses_`` and the round's
+        diagnostics in ``last_info_``.
+        """
+        del y
+        X = self._as_rows(X)
+        if X.shape[0] == 0:
+            raise ValueError("X has no rows: nothing to learn")
+        self._check_rows(X)
+        if not hasattr(self, "_pending"):
+            self._forget()
+        losses, infos = [], []
+        if getattr(self, "state_", None) is None:
+            self._pending.append(X)
+            buf = np.concatenate(self._pending)
+            state, used = self._init_state(self._key(), buf)
+            if state is None:
+                self.n_features_in_ = X.shape[1]
+                self.last_losses_ = np.full(X.shape[0], np.nan)
+                self.last_info_ = None
+                self.n_seen_ = buf.shape[0]
+                self.cumulative_loss_ = 0.0
+                return self
+            self._pending = []
+            self.state_ = state
+            self._init_rows = used
+            self.n_features_in_ = X.shape[1]
+            self.cumulative_loss_ = 0.0
+            n_new = X.shape[0] - (buf.shape[0] - used)  # rows of this X that went into the init
+            losses.append(np.full(max(n_new, 0), np.nan))
+            X = buf[used:]
+        if X.shape[0]:
+            state, info = self._run(X)
+            self.state_ = state
+            infos.append(info)
+            losses.append(np.asarray(info.loss, np.float64))
+            self.cumulative_loss_ += float(np.sum(info.loss, dtype=np.float64))
+        self.last_losses_ = np.concatenate(losses) if losses else np.zeros(0)
+        self.last_info_ = infos[0] if infos else None
+        self.n_seen_ = self._rounds + self._n_init()
+        return self
+
+    def _n_init(self) -> int:
+        return getattr(self, "_init_rows", 0)
+
+    def _run(self, X):
+        """Learn X (n, d) with the learner's compiled scans; returns ``(state, info)`` (NumPy info)."""
+        key, state, infos = self._key(), self.state_, []
+        n = X.shape[0]
+        if n == 1:  # one point (learn_one): the jitted update itself, with run_stream's round key
+            state, info = _jitted(self.learner.update)(jax.random.fold_in(key, self._rounds), state, X[0])
+            self._rounds += 1
+            return state, jax.tree_util.tree_map(lambda a: np.asarray(a)[None], info)
+        full = n - n % CHUNK
+        for i in range(0, full, CHUNK):
+            state, info = run_stream(self.learner, key, X[i:i + CHUNK], state, trace="info",
+                                     step_offset=self._rounds)
+            self._rounds += CHUNK
+            infos.append(jax.tree_util.tree_map(np.asarray, info))
+        r = n - full
+        if r:
+            size = max(MIN_PAD, 1 << (r - 1).bit_length())
+            pad = np.zeros((size, X.shape[1]), X.dtype)
+            pad[:r] = X[full:]
+            state, info = run_stream(self.learner, key, pad, state, mask=np.arange(size) < r, trace="info",
+                                     step_offset=self._rounds)
+            self._rounds += r  # masked padding takes no round keys
+            infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], info))
+        return state, jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+
+    def learn_one(self, x) -> "StreamModel":
+        """Learn one point x (d,) (River's ``learn_one``). Returns self; its loss is ``last_losses_[0]``."""
+        x = np.asarray(x)
+        if x.ndim != 1:
+            raise ValueError(f"learn_one takes one point of shape (d,); got shape {x.shape} (use partial_fit "
+                             "for a batch)")
+        return self.partial_fit(x[None])
+
+    def predict_one(self, x):
+        """`predict` of one point x (d,)."""
+        return self._one(self.predict, x)
+
+    def transform_one(self, x):
+        """`transform` of one point x (d,)."""
+        return self._one(self.transform, x)
+
+    @staticmethod
+    def _one(fn, x):
+        x = np.asarray(x)
+        if x.ndim != 1:
+            raise ValueError(f"expected one point of shape (d,); got shape {x.shape}")
+        return fn(x[None])[0]
+
+    def _require(self):
+        if getattr(self, "state_", None) is None:
+            need = ""
+            if getattr(self, "_pending", None):
+                need = f" (it has {sum(len(p) for p in self._pending)} point(s) and needs more to start)"
+            raise RuntimeError(f"{type(self).__name__} has no summary yet{need}: call partial_fit / learn_one first")
+        return self.state_
+
+    def _points(self, X, name: str = "X") -> np.ndarray:
+        self._require()
+        return self._as_rows(X, name)
+
+
+@functools.lru_cache(maxsize=64)
+def _jitted(update):
+    return jax.jit(update)
+
+
+def _equal(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):  # arrays and the like
+        return False
