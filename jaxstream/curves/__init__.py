@@ -1,24 +1,36 @@
 """Principal curves: slpc (sequential learning of principal curves) and its baseline.
 
-Modules: `learner` (the online learner: state, init, the round in named
-stages, the `slpc` factory), `objective` (parameters, the paper's constants,
-the noise price), `candidates` (the window and candidate set of a round),
-`ftpl` (Algorithms 1/2 by brute force on tiny lattices), `refine`
-(differentiable polishing with optax), `princurve` (Hastie–Stuetzle batch
-principal curve and its sequential refits), `wrapper` (the NumPy `SLPC`).
+Modules, one concern each:
+
+- `types`: the static `Config` and the pytrees `State`, `Info`, `Proposal`.
+- `objective`: numeric `Params`, the paper's constants, the noise price, the loss cap.
+- `history`: the reservoir of past points and the noise level σ̂² it holds.
+- `cache`: every stored point's distance to every segment, and how a move rewrites it.
+- `candidates`: a round's window and the local candidate lines, scored densely.
+- `global_moves`: deletions and end reversals anywhere on the line.
+- `tracking`: what lets the line follow a stream that moves (the data's current extent,
+  the ring of recent points, forgetting with an automatic memory).
+- `learner`: `init`, `update` (the round as a pipeline of those stages), the `slpc` factory.
+- `ftpl`: Algorithms 1/2 by brute force on tiny lattices.
+- `refine`: differentiable polishing of a learned line with optax.
+- `princurve`: the Hastie–Stuetzle batch principal curve and its sequential refits (baseline).
+- `wrapper`: the NumPy `SLPC`.
 """
-from . import candidates, ftpl, learner, objective, princurve, refine, wrapper
-from .candidates import MOVE_NAMES, n_candidates
+from . import (cache, candidates, ftpl, global_moves, history, learner, objective, princurve, tracking,  # noqa: F401
+               types, wrapper)
+from .candidates import MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_REVERSE, MOVE_SHIFT, n_candidates
 from .ftpl import ExhaustiveResult, enumerate_lines, exhaustive_ftpl
-from .learner import Config, Info, Proposal, State, init, loss, predict, propose, slpc, update
-from .objective import (Constants, Params, default_params, learning_rate, noise_price, penalty,
+from .learner import init, loss, predict, propose, slpc, update
+from .objective import (Constants, Params, default_params, learning_rate, loss_cap, noise_price, penalty,
                         theoretical_constants, theory_price)
 from .refine import RefineResult, refine
+from .types import STATE_LAYOUT, Config, Info, Proposal, State
 from .wrapper import SLPC
 
 __all__ = [
     "slpc", "SLPC", "Params", "default_params", "State", "Info", "Config", "Proposal", "init", "update",
     "propose", "loss", "predict", "Constants", "theoretical_constants", "penalty", "learning_rate",
-    "noise_price", "theory_price", "n_candidates", "MOVE_NAMES", "enumerate_lines", "exhaustive_ftpl",
+    "noise_price", "theory_price", "loss_cap", "n_candidates", "MOVE_NAMES", "MOVE_KEEP", "MOVE_SHIFT",
+    "MOVE_INSERT", "MOVE_DELETE", "MOVE_REVERSE", "STATE_LAYOUT", "enumerate_lines", "exhaustive_ftpl",
     "ExhaustiveResult", "refine", "RefineResult", "princurve",
 ]

@@ -17,7 +17,9 @@ prequential squared residual of the history — each point's distance to the
 line before the line learned it (residuals of a curve in R^d with noise σ²
 are σ²·χ²_{d−1}; see `learner._noise_level`). The K term is BIC's price of d
 free coordinates per vertex, σ̂²·log n each. The length term charges every
-point σ̂²·length_scale per (standardised) unit of length: without it a line
+point σ̂²·length_scale per unit of length, measured in the data's current
+spread (`tracking.extent`; so a trace that advances keeps a constant price per
+unit of its own extent): without it a line
 that runs several times through a noise band (a fold) lowers the loss by a
 fraction of it and wins once n is large; extending a line into data costs
 length too, but that gain is first order in the covered points. The
@@ -52,27 +54,33 @@ class Params(NamedTuple):
 
     Lengths are in *standardised* units (the data centred on the mean of the
     initial points and divided by their RMS distance to it), so the defaults
-    mean the same thing for every stream. Zero for `R` or `L` means "derive
-    from the initial points at `init`" (the state holds resolved values).
+    mean the same thing for every stream. Zero for `R` or `L` means
+    "automatic": resolved every round from the points the objective holds
+    (`jaxstream.curves.tracking.extent`), so that they follow a stream that
+    leaves the region of its first points.
 
     Attributes:
-      delta: lattice spacing δ (standardised units).
+      delta: lattice spacing δ (standardised units; > 0).
       R: radius parameter of the theory (the standardised stream lies in
-        B(0, √d·R)). Auto: the largest norm of the standardised initial
-        points / √d. Only enters ``penalty="theory"`` and the automatic L.
-      L: largest length of a line (standardised units). Auto:
-        max(0.1·p·d·R, 2·ℓ(initial line)); see `slpc`.
+        B(0, √d·R)); ≥ 0. Auto (0): the largest norm of the stored points / √d.
+        Only enters ``penalty="theory"`` and the automatic L.
+      L: largest length of a line (standardised units); ≥ 0. Auto (0):
+        max(0.1·p·d·R, 2·ℓ(f̂)) (the current line always feasible).
       h_scale: multiplier on the segment price (noise pricing: in units of
-        σ̂²·d·log n; theory: on h(f)).
-      length_scale: multiplier on the length price, σ̂²·n per standardised
-        unit of length (noise pricing only).
-      eta_scale: multiplier on η_t (``penalty="theory"`` only).
+        σ̂²·d·log n; theory: on h(f)); > 0.
+      length_scale: multiplier on the length price, σ̂²·n per unit of
+        length measured in the data's current spread (noise pricing only); ≥ 0.
+      eta_scale: multiplier on η_t (``penalty="theory"`` only); > 0.
       z_scale: multiplier on the Exp(1) perturbations (0: deterministic
-        follow-the-penalised-leader).
-      epsilon: exploration probability per round.
+        follow-the-penalised-leader); ≥ 0.
+      epsilon: exploration probability per round, in [0, 1].
       outlier_scale: κ, the objective's loss of a point is capped at
-        κ·max(d − 1, 1)·σ̂² (noise pricing; inf: the plain squared distance).
-        See the module docstring.
+        κ·max(d − 1, 1)·σ̂² (noise pricing; inf: the plain squared distance);
+        > 0. See the module docstring.
+      memory: τ, the forgetting time scale in rounds: a point of age a weighs
+        exp(−a/τ) in the objective (`jaxstream.curves.tracking`). NaN
+        (default): automatic, unlimited until the stream is seen to drift;
+        inf: never forget (the paper's objective); a number ≥ 1: fixed.
     """
 
     delta: Array
@@ -84,47 +92,30 @@ class Params(NamedTuple):
     z_scale: Array
     epsilon: Array
     outlier_scale: Array
+    memory: Array
 
 
-# Calibrated with benchmarks/calibrate_slpc.py (h_scale 1-3 × length_scale
-# 0-3) on calibration streams: cubic seeds 100-104, Table 2 seeds 100-104, a
-# noisy straight line, a circle ×50 shifted by 1000, and the seismic stream
-# (the only real one, so it is in both sets). h_scale = 1 is BIC's price;
-# larger values starve the first rounds (h_scale was recalibrated after the
-# loss cap, see below). The length price trades the smooth
-# streams against chords: on cubic/Table 2/circle 0.3 is best (cubic 9.9,
-# Table 2 6.1 at 0.3 against 13.4 and 6.3 at 2), but on the seismic stream
-# below 2 the curve keeps chords across empty ocean toward isolated events
-# (at 1, two keys of five; at 2-3 the curve follows the plate boundaries),
-# and above 2 the helix exceeds 3× its ground truth (3.4× at 3). 2 is the
-# compromise. Checked on streams not used to choose it: cubic seeds 0-9,
-# Table 2 seeds 0-9, helix, the scale sweep (benchmarks/bench_slpc.py).
-# outlier_scale κ: on the Gaussian streams (cubic, Table 2, helix) κ >= 250
-# gives results identical to no cap (κ = 100: cubic 9.27 instead of 8.51,
-# helix 2.78× truth instead of 2.64×). On the seismic stream (σ̂ ≈ 0.63°, so
-# the cap's radius √κ·σ̂ is 12.6° at κ = 400) the curve stops chasing
-# isolated events as κ falls (measured with h_scale 1): 15 keys, curve length > 3° from every event /
-# final R²: no cap 79–114° / 0.996–0.998; κ = 400: 42° on 12 of 15 keys
-# (59–82° on 3, a spike to one event) / 0.9896–0.996; κ = 300: 18–29° /
-# 0.974–0.987 (the events at 141°E 53°S, 160°E 53°S and 179°E 65°S left
-# uncovered, so R² < 0.99). A hand-drawn plate-boundary curve (18 segments):
-# 39° / 0.990. 400 keeps R² ≥ 0.99; the result changes steeply between 350
-# and 450 (on this stream: how many isolated events are worth a chord).
-# h_scale: with the loss cap, 0.5 (half of BIC's price) against 1, every
-# stream better (10 seeds / 5 keys): cubic 7.62 vs 8.51 (seeds 100-109: 9.70
-# vs 11.16), Table 2 6.52 vs 7.14 (seeds 100-109: 5.59 vs 6.22), helix 2.49×
-# vs 2.64× truth, seismic R² 0.9925 vs 0.9927 with 13-18 segments vs 11-14;
-# 0.3 is better still on the losses but takes 16-19 segments on the seismic
-# stream and 12 on the cubic.
+# How the defaults were chosen (figures: benchmarks/README.md, "slpc
+# defaults"). h_scale 0.5 (half of BIC's price per vertex) and the loss cap
+# κ = 400 were calibrated on stationary streams (cubic and Table 2 seeds
+# 100-104, a noisy line, a circle, the seismic stream). The length price
+# was 2 per unit of the *initial* points' spread; measured in the data's
+# current spread, 0.3 lets a trace arriving in order grow its line as it
+# advances (a commute-like route: 2.0× the nearest-past-point predictor,
+# against 5.2× at 2 and 2.7× at 0.5, seeds 100-103) and lowers every
+# stationary loss (cubic, Table 2, helix, a circle), at the price of more
+# detours to isolated events on the seismic stream (final R² 0.9995 instead
+# of 0.9918; more curve length far from every event). κ = 400 is kept: at
+# 100 a sparse real trace (the ferry) loses 14×.
 DEFAULT_H_SCALE = 0.5
-DEFAULT_LENGTH_SCALE = 2.0
+DEFAULT_LENGTH_SCALE = 0.3
 DEFAULT_DELTA = 0.01
 DEFAULT_OUTLIER_SCALE = 400.0
 
 
 def default_params(*, delta=DEFAULT_DELTA, R=0.0, L=0.0, h_scale=DEFAULT_H_SCALE,
                    length_scale=DEFAULT_LENGTH_SCALE, eta_scale=1.0, z_scale=1.0, epsilon=0.05,
-                   outlier_scale=DEFAULT_OUTLIER_SCALE, dtype=None) -> Params:
+                   outlier_scale=DEFAULT_OUTLIER_SCALE, memory=float("nan"), dtype=None) -> Params:
     """Default numeric parameters (all lengths in standardised units).
 
     With ``penalty="theory"`` use ``h_scale=1, eta_scale=1`` for the paper's
@@ -133,7 +124,7 @@ def default_params(*, delta=DEFAULT_DELTA, R=0.0, L=0.0, h_scale=DEFAULT_H_SCALE
     dtype = dtype or jnp.zeros(()).dtype
     a = lambda v: jnp.asarray(v, dtype)
     return Params(a(delta), a(R), a(L), a(h_scale), a(length_scale), a(eta_scale), a(z_scale), a(epsilon),
-                  a(outlier_scale))
+                  a(outlier_scale), a(memory))
 
 
 class Constants(NamedTuple):
@@ -175,7 +166,8 @@ def noise_price(n_segments, length, z, sigma2, n, d: int, params: Params) -> Arr
     """σ̂²·(h_scale·d·log(n)·K + length_scale·n·ℓ − z_scale·z): the default price.
 
     Args:
-      n_segments, length, z: (C,) per candidate.
+      n_segments, length, z: (C,) per candidate (length in the unit the
+        length price is measured in; see `price`).
       sigma2: the per-coordinate residual variance σ̂² (scalar).
       n: number of points the objective stands for (scalar).
       d: dimension.
@@ -191,3 +183,36 @@ def theory_price(n_segments, length, z, t, p: int, d: int, params: Params) -> Ar
     """(h_scale·h(f) − z_scale·z)/η_t: the paper's price (``penalty="theory"``)."""
     h = penalty(n_segments, length, p, d, params)
     return (params.h_scale * h - params.z_scale * z) / learning_rate(t, p, d, params)
+
+
+def price(penalty: str, n_segments, length, z, sigma2, n, p: int, d: int, params: Params, spread=1.0) -> Array:
+    """The price minus the perturbation of candidate lines: `noise_price` for
+    ``penalty="noise"`` (lengths in units of the data's current spread),
+    `theory_price` (with t = n) for ``"theory"``."""
+    if penalty == "noise":
+        return noise_price(n_segments, length / spread, z, sigma2, n, d, params)
+    return theory_price(n_segments, length, z, n, p, d, params)
+
+
+def loss_cap(sigma2, d: int, params: Params, penalty: str) -> Array:
+    """The largest loss one point adds to the round's objective:
+    κ·max(d − 1, 1)·σ̂² (κ = ``outlier_scale``; no cap with the theory price).
+
+    The objective's loss of a point is min(Δ(f, x), cap): the negative
+    log-likelihood, up to constants, of noise that is Gaussian near the curve
+    with a flat background of outliers far from it. With the plain squared
+    distance one isolated point at distance D pays for any segment cheaper
+    than D², so the curve runs chords across empty regions to single events
+    (the seismic stream); capped, a new stretch of curve must be paid for by
+    several points that it brings within the noise band. Points near the
+    curve (residuals ≈ σ̂²·χ²_{d−1}) are not affected. The reported loss
+    (`Info.loss`) is the plain squared distance.
+    """
+    if penalty != "noise":
+        return jnp.asarray(jnp.inf, sigma2.dtype)
+    # σ̂² floored at the lattice resolution δ² (the line cannot tell noise
+    # below it from the curve): on noise-free or repeated points σ̂² is 0 and
+    # a cap of 0 would make every candidate tie at 0 — the line would freeze.
+    # κ = inf is no cap (inf·0 would be NaN).
+    cap = params.outlier_scale * max(d - 1, 1) * jnp.maximum(sigma2, params.delta ** 2)
+    return jnp.where(jnp.isinf(params.outlier_scale), jnp.inf, cap)

@@ -1,0 +1,211 @@
+"""slpc's history: the reservoir of past points and the noise level σ̂² it holds.
+
+While it has room every point is stored (exact full information). Once full,
+it is a uniform reservoir sample of x_1 … x_{t−1} (Vitter's algorithm R),
+each stored point standing for n/H points; x_t always enters the round's
+objective with weight 1 (the scratch row H) before it is offered to the
+reservoir.
+
+The noise level σ̂² prices complexity (`jaxstream.curves.objective`). It is a
+median of squared residuals kept sorted incrementally (one removal and one
+insertion per round: O(H), no sort).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .. import _ops
+from .candidates import seg_d2_points
+
+Array = jax.Array
+
+__all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
+           "sorted_replace", "noise_level", "nn_residual", "Slot", "reservoir_slot"]
+
+NOISE_QUANTILE = 0.5
+# The two-nearest-neighbour residual of a point on a noisy curve is about
+# 1.5 times its residual to the curve (the two neighbours are noisy too).
+NN_INFLATION = 1.5
+# The curve-free proxy looks for the two nearest neighbours among the last
+# NN_ROWS points (a ring buffer, `State.recent`): a sample of fixed size, so
+# its density (and so its bias: in a dense sample the two nearest neighbours
+# straddle x across the noise band) does not grow with n; and a sample of
+# where the stream is now, so that on a trace or a drifting source the
+# neighbours are near x (the oldest points, on a trace, are far from it and
+# would make the noise look as large as the distance travelled).
+NN_ROWS = 64
+
+
+def normal_ppf(p: float) -> float:
+    """Inverse standard normal CDF by bisection on math.erf (trace-time only)."""
+    lo, hi = -10.0, 10.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def chi2_quantile(k: int, q: float = NOISE_QUANTILE) -> float:
+    """q-quantile of χ²_k (Wilson–Hilferty; exact for k = 1)."""
+    if k == 1:
+        return float(np.square(normal_ppf(0.5 + q / 2)))
+    zq = normal_ppf(q)
+    return k * (1 - 2 / (9 * k) + zq * math.sqrt(2 / (9 * k))) ** 3
+
+
+def sorted_quantile(srt, n, extra, use_extra, q: float):
+    """q-quantile (linear interpolation) of the n values of the sorted array
+    srt (inf-padded) plus, if use_extra, the value extra — without a sort: O(len(srt))."""
+    m = n + use_extra.astype(n.dtype)
+    pe = jnp.sum(srt < extra).astype(jnp.int32)  # extra's rank among srt
+    size = srt.shape[0]
+
+    def at(i):
+        s_i = srt[jnp.clip(i, 0, size - 1)]
+        s_m1 = srt[jnp.clip(i - 1, 0, size - 1)]
+        return jnp.where(use_extra, jnp.where(i < pe, s_i, jnp.where(i == pe, extra, s_m1)), s_i)
+
+    pos = q * jnp.maximum(m - 1, 0).astype(srt.dtype)
+    i = jnp.floor(pos).astype(jnp.int32)
+    frac = pos - i
+    return at(i) * (1 - frac) + at(jnp.minimum(i + 1, jnp.maximum(m - 1, 0))) * frac
+
+
+def sorted_replace(srt, old, remove, new, insert):
+    """srt (sorted, inf-padded) with one copy of `old` removed (if remove) and
+    `new` inserted (if insert), O(len(srt)). With remove, `old` must be in
+    srt (in a round it is a stored row's value); otherwise the result may
+    not be sorted.
+
+    Both ranks are counted on srt itself, and the result is one elementwise
+    select among srt shifted by −1, 0, +1: two independent reductions and
+    one elementwise pass (removing and then inserting would chain twice as
+    many dependent operations).
+    """
+    n = srt.shape[0]
+    i = jnp.arange(n)
+    inf = jnp.full((1,), jnp.inf, srt.dtype)
+    nxt = jnp.concatenate([srt[1:], inf])
+    prv = jnp.concatenate([srt[:1], srt[:-1]])  # prv[0] is never used
+    p = jnp.sum(srt < old)
+    removed = remove & (p < n)
+    q = jnp.sum(srt < new) - (removed & (old < new)).astype(p.dtype)  # new's rank after the removal
+    # After the removal, row k is srt[k] (k < p) or srt[k + 1]; row k − 1 likewise.
+    at_k = jnp.where(removed & (i >= p), nxt, srt)
+    at_km1 = jnp.where(removed & (i - 1 >= p), srt, prv)
+    out = jnp.where(i < q, at_k, jnp.where(i == q, new, at_km1))
+    return jnp.where(insert, out, at_k)
+
+
+def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
+    """σ̂²: the per-coordinate noise variance the price is measured in.
+
+    Residuals to a curve in R^d with isotropic noise σ² are σ²·χ²_{d−1}, so
+    a median squared residual divided by χ²_{d−1}'s median estimates σ². The
+    residuals used are each row's *prequential* one, its distance to the
+    line before the line learned it (``hist_e``): the current line's own
+    residuals fall as the line folds into the noise band, which lowers the
+    price, which lets it fold more (on a long stream σ̂² read ~0.3× the noise
+    and the curve grew without end). In the first rounds the prequential
+    residuals are the misfit, not the noise, and would price out the very
+    vertices that fix it; the same statistic of each point's distance to the
+    chord of its two nearest earlier points (``hist_r``) needs no curve. σ̂²
+    is the smaller of the two.
+
+    Args:
+      sorted_e, sorted_r: (H,) the stored rows' prequential and
+        two-nearest-neighbour residuals, sorted (inf-padded).
+      n: number of stored rows.
+      e_x, r_x: x_t's residuals; use_x: whether x_t is in the objective.
+      d: dimension.
+    """
+    k = max(d - 1, 1)
+    q = chi2_quantile(k)
+    me = sorted_quantile(sorted_e, n, e_x, use_x, NOISE_QUANTILE)
+    mr = sorted_quantile(sorted_r, n, r_x, use_x, NOISE_QUANTILE)
+    return jnp.minimum(me, mr / NN_INFLATION) / q
+
+
+def nn_residual(u, P, valid):
+    """Squared distance of u (d,) to the segment joining its two nearest valid rows of P (n, d)."""
+    d2 = jnp.where(valid, _ops.coord_sum((P - u) ** 2), jnp.inf)
+    i1 = jnp.argmin(d2)
+    i2 = jnp.argmin(d2.at[i1].set(jnp.inf))
+    r, _ = seg_d2_points(u[None], P[i1], P[i2])
+    return jnp.where(jnp.isfinite(d2[i2]), r[0], 0.0)
+
+
+class Slot(NamedTuple):
+    """Where the reservoir puts x_t.
+
+    Attributes:
+      put: whether x_t is stored.
+      full: whether the history was full before the round.
+      row: the row that takes x_t (H, the scratch row, when it is not stored).
+      n_stored: rows stored after the round.
+    """
+
+    put: Array
+    full: Array
+    row: Array
+    n_stored: Array
+
+
+def reservoir_slot(uniform, n_seen, n_stored, H: int, store: bool, memory=float("inf")) -> Slot:
+    """Vitter's algorithm R for x_t, the n_seen-th point (counting it), biased to
+    recent points when ``memory`` is finite.
+
+    Once full, x_t takes row j = ⌊u·m⌋ if j < H, with m = min(n_seen,
+    max(memory, H)): a uniform sample of the past (m = n_seen, algorithm R)
+    until n_seen passes max(memory, H), then each point enters with
+    probability H/m into a uniform row, so a row survives a round with
+    probability 1 − 1/m: the rows' ages are geometric (an exponentially
+    biased reservoir, Aggarwal 2006).
+
+    Args:
+      uniform: a uniform in [0, 1).
+      n_seen: points learned, x_t included.
+      n_stored: rows stored before the round.
+      H: capacity.
+      store: whether the round stores x_t at all (False: offline refit).
+      memory: τ, the forgetting time scale (inf: none).
+    """
+    full = n_stored >= H
+    m = jnp.minimum(n_seen.astype(uniform.dtype), jnp.maximum(memory, float(H)))
+    j = jnp.minimum((uniform * m).astype(jnp.int32), n_seen - 1)
+    put = store & ((~full) | (j < H))
+    row = jnp.where(full, j, n_stored)
+    row = jnp.where(put, row, H)  # H: the scratch row writes onto itself
+    return Slot(put, full, row, jnp.where(put & ~full, n_stored + 1, n_stored))
+
+
+class Rows(NamedTuple):
+    """The history's per-row arrays (see `jaxstream.curves.State`)."""
+
+    hist_x: Array
+    hist_r: Array
+    hist_t: Array
+    hist_e: Array
+    sorted_r: Array
+    sorted_e: Array
+
+
+def offer(rows: Rows, slot: Slot, u, r_u, e_u, t_u) -> Rows:
+    """The history after offering x_t (standardised u, residuals r_u, e_u) to the reservoir.
+
+    ``rows.hist_r`` / ``rows.hist_e`` hold x_t's residuals in the scratch row
+    already (so that the value a stored row gives up is read from the row the
+    reservoir chose, whichever it is).
+    """
+    sr = sorted_replace(rows.sorted_r, rows.hist_r[slot.row], slot.put & slot.full, r_u, slot.put)
+    se = sorted_replace(rows.sorted_e, rows.hist_e[slot.row], slot.put & slot.full, e_u, slot.put)
+    return Rows(rows.hist_x.at[slot.row].set(u), rows.hist_r.at[slot.row].set(r_u),
+                rows.hist_t.at[slot.row].set(t_u), rows.hist_e.at[slot.row].set(e_u), sr, se)

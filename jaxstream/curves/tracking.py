@@ -1,0 +1,146 @@
+"""What lets slpc follow a stream that moves: the data's current extent, the ring of
+recent points, and forgetting.
+
+A stream can leave the region its first points came from in two ways, and
+slpc handles both without being told which:
+
+* **A trace advances** (a GPS track, a route arriving in order): new ground,
+  old ground still valid. The length price and the automatic R and L are
+  measured in the data's *current* extent (`extent`), not the initial
+  points', so the line can grow at its ends as far as the trace goes, and
+  the curve-free noise proxy looks for neighbours among the last points
+  (`remember`; `jaxstream.curves.history.nn_residual`), not the oldest.
+* **A source drifts** (the curve itself moves): old ground is stale. The
+  objective can forget: a row of age a weighs ``exp(−a/τ)``, and the
+  reservoir keeps recent rows (`history.reservoir_slot`), so the objective is
+  the discounted cumulative loss Σ_s exp(−(t−s)/τ)·Δ(f, x_s). τ
+  (`Params.memory`) is fixed by the user (inf: never forget, the paper's
+  objective) or, by default (NaN), follows the stream (`follow_drift`).
+
+The automatic memory starts unlimited. Each round where x_t projects among
+the points older than the memory (at least DRIFT_SPAN of them on either
+side along the line, so that a trace advancing into new ground says
+nothing), it compares x_t's distance to the chord of its two nearest old
+points with its distance to the chord of its two nearest recent ones (and
+the noise level σ̂²): on a stationary source they are alike; on a
+drifting one the old points lie away from where the stream is now. An
+exponential moving average of "farther by more than DRIFT_FACTOR" above
+DRIFT_HIGH shrinks τ by MEMORY_SHRINK a round (down to MEMORY_MIN, and
+from the stream's length the first time); otherwise τ grows by one a round
+(a window since the last change). The memory settles where the points about
+τ old are about the noise level away: a lag of about one noise standard
+deviation.
+
+Guarantee: with τ = inf the objective is the paper's (regret O(√T) against
+the best fixed line of the class). With a finite τ, follow-the-perturbed-
+leader on the discounted loss competes with the best line on every window
+of about τ rounds (an adaptive / tracking regret, of order √τ per window),
+which is what a moving comparator needs, and gives up the O(√T) bound
+against one line over the whole stream.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from .. import _ops, geometry
+from . import history
+from .objective import Params
+from .types import Observation, State
+
+Array = jax.Array
+
+__all__ = ["extent", "remember", "memory", "row_weights", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH",
+           "DRIFT_FACTOR", "DRIFT_MIN_OLD", "DRIFT_SPAN", "MEMORY_SHRINK", "MEMORY_MIN"]
+
+DRIFT_EMA = 0.9
+DRIFT_HIGH = 0.5
+DRIFT_FACTOR = 2.0
+DRIFT_MIN_OLD = 20
+DRIFT_SPAN = 0.2
+MEMORY_SHRINK = 0.9
+MEMORY_MIN = 30.0
+
+
+def extent(hx, valid, verts, nv, prm: Params, p: int):
+    """The data's current scale, and the round's R and L, from the objective's rows.
+
+    Args:
+      hx: (H + 1, d) the history (standardised); valid: (H + 1,) the rows in the objective.
+      verts: (V, d) the line's vertices; nv: their number.
+      prm: `Params` (R, L > 0: user-given, kept; 0: automatic).
+      p: max_segments.
+
+    Returns:
+      ``(spread, params)``: the RMS distance of the rows to their mean
+      (floored at δ; the length price is measured in it), and `prm` with R
+      (auto: the rows' largest norm / √d) and L (auto: max(0.1·p·d·R, 2·ℓ(f̂)),
+      so the current line is always feasible) resolved.
+    """
+    d = hx.shape[1]
+    wv = valid.astype(hx.dtype)
+    cnt = jnp.maximum(jnp.sum(wv), 1.0)
+    mean = jnp.sum(jnp.where(valid[:, None], hx, 0.0), 0) / cnt  # (not a matrix product: the same sum order under vmap)
+    spread = jnp.sqrt(jnp.sum(wv * _ops.coord_sum((hx - mean) ** 2)) / cnt)
+    r_auto = jnp.sqrt(jnp.max(jnp.where(valid, _ops.coord_sum(hx * hx), 0.0))) / math.sqrt(d)
+    R = jnp.where(prm.R > 0, prm.R, jnp.maximum(r_auto, prm.delta))
+    L = jnp.where(prm.L > 0, prm.L, jnp.maximum(0.1 * p * d * R, 2.0 * geometry.polyline_length(verts, nv)))
+    spread = jnp.maximum(spread, prm.delta)
+    return _ops.materialize((spread, prm._replace(R=R, L=L)))
+
+
+def remember(recent, u, n_seen):
+    """The ring of recent points (NN_ROWS, d) with u in row n_seen mod NN_ROWS."""
+    return recent.at[n_seen % history.NN_ROWS].set(u)
+
+
+def memory(state: State) -> Array:
+    """τ_t: the round's forgetting time scale (`Params.memory`, or the automatic one when NaN)."""
+    return jnp.where(jnp.isnan(state.params.memory), state.memory, state.params.memory)
+
+
+def row_weights(state: State) -> Array:
+    """(H + 1,) what each stored row weighs in the objective (rows past n_stored: meaningless).
+
+    A row stands for m/n_stored points, m = min(n_seen, max(τ, H)) (n_seen for
+    a uniform reservoir), discounted by exp(−age/τ).
+    """
+    H = state.hist_x.shape[0] - 1
+    dt = state.params.delta.dtype
+    tau = memory(state)
+    m = jnp.minimum(state.n_seen.astype(dt), jnp.maximum(tau, float(H)))
+    age = (state.n_seen - state.hist_t).astype(dt)
+    return m / jnp.maximum(state.n_stored, 1).astype(dt) * jnp.exp(-age / tau)
+
+
+def follow_drift(state: State, obs: Observation, r_u):
+    """The next automatic memory τ and drift score, after a round that stores x_t.
+
+    Args:
+      state: the state before the round.
+      obs: the round's `Observation`.
+      r_u: x_t's squared distance to the chord of its two nearest recent points.
+
+    Returns:
+      ``(memory, drift)`` for the next state (see the module docstring).
+    """
+    H = obs.hx.shape[0] - 1
+    dt = obs.sigma2.dtype
+    horizon = jnp.minimum(state.memory, 0.5 * state.n_seen.astype(dt))  # half the stream while unlimited
+    age = (state.n_seen - state.hist_t[:H]).astype(dt)
+    old = (jnp.arange(H) < state.n_stored) & (age > horizon)
+    n_old = jnp.sum(old)
+    # positions along the line, compared as (segment, parameter) pairs
+    seg, t = obs.seg[:H], obs.tpar[:H]
+    seg_x, t_x = obs.seg[H], obs.tpar[H]
+    below = jnp.sum(old & ((seg < seg_x) | ((seg == seg_x) & (t < t_x))))
+    above = jnp.sum(old & ((seg > seg_x) | ((seg == seg_x) & (t > t_x))))
+    span = DRIFT_SPAN * n_old
+    counts = (n_old >= DRIFT_MIN_OLD) & (below > span) & (above > span)
+    r_old = history.nn_residual(obs.u, obs.hx[:H], old)
+    farther = (r_old > DRIFT_FACTOR * jnp.maximum(r_u, obs.sigma2)).astype(dt)
+    drift = jnp.where(counts, DRIFT_EMA * state.drift + (1 - DRIFT_EMA) * farther, state.drift)
+    shrunk = jnp.maximum(MEMORY_MIN, jnp.minimum(state.memory, state.n_seen.astype(dt)) * MEMORY_SHRINK)
+    return jnp.where(counts & (drift > DRIFT_HIGH), shrunk, state.memory + 1.0), drift

@@ -1,0 +1,138 @@
+"""slpc on streams that move (`jaxstream.curves.tracking`): forgetting against NumPy
+references, the biased reservoir's ages, the ring of recent points, and the
+automatic memory on a drifting source, a route arriving in order and a
+stationary stream."""
+import numpy as np
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxstream as js
+from jaxstream import curves as pc
+from jaxstream import datasets
+from jaxstream.curves import history, tracking
+
+from _refs import np_polyline_sqdist
+
+FIXED = dict(max_segments=12, history_size=64, memory=40.0)
+
+
+def _weights_np(s):
+    """Each stored row's weight: m/n_stored·exp(−age/τ), m = min(n, max(τ, H)) (NumPy, float64)."""
+    n, H, tau = int(s.n_seen), s.hist_x.shape[0] - 1, float(s.params.memory)
+    m = min(n, max(tau, H))
+    age = n - np.asarray(s.hist_t[: int(s.n_stored)], np.float64)
+    return m / int(s.n_stored) * np.exp(-age / tau)
+
+
+def test_discounted_objective_matches_a_numpy_loop():
+    """With a fixed memory τ and a full reservoir, every candidate's change of
+    the objective is Σ_rows w_row·Δ(f, x_row) + Δ(f, x_t) with the discounted
+    weights, by a NumPy loop over the stored points (data units, no cap)."""
+    L = js.slpc(**FIXED, outlier_scale=float("inf"))
+    xs = datasets.make_drifting_curve_stream(260, shift=(0.0, 1.0), seed=4).astype(np.float32)
+    s = L.init(jax.random.key(0), xs[:20])
+    s, _ = js.run_stream(L, jax.random.key(1), xs[20:-4], s)
+    assert int(s.n_stored) == 64 and float(s.params.memory) == 40.0
+    prop_fn = jax.jit(lambda k, s, x: pc.propose(k, s, x, L.config))
+    for i, x in enumerate(xs[-4:]):
+        _, _, prop = prop_fn(jax.random.key(5 + i), s, x)
+        n = int(s.n_stored)
+        hist = np.asarray(s.hist_x[:n], np.float64) * float(s.scale) + np.asarray(s.centre, np.float64)
+        w = _weights_np(s)
+        loss = lambda v: (w * np_polyline_sqdist(hist, v)).sum() + np_polyline_sqdist(x[None], v)[0]  # noqa: E731
+        base = loss(np.asarray(prop.vertices[0, : int(prop.n_vertices[0])], np.float64))
+        feas = np.asarray(prop.feasible)
+        for c in np.flatnonzero(feas):
+            ref = loss(np.asarray(prop.vertices[c, : int(prop.n_vertices[c])], np.float64)) - base
+            np.testing.assert_allclose(float(prop.delta_loss[c]), ref, rtol=2e-4, atol=2e-4 * max(1.0, abs(ref)))
+        s, _ = jax.jit(L.update)(jax.random.key(5 + i), s, x)
+
+
+def test_biased_reservoir_keeps_rows_of_geometric_age():
+    """`history.reservoir_slot` with memory τ: once the stream passes max(τ, H),
+    a row survives a round with probability 1 − 1/max(τ, H), so the stored
+    rows' mean age is about max(τ, H) (a geometric law); with τ = inf it is
+    Vitter's algorithm R (mean age ≈ n/2)."""
+    H, n = 32, 4000
+
+    def mean_age(memory, seed):
+        rng = np.random.default_rng(seed)
+        arrival = np.full(H, -1)
+        n_stored = 0
+        for t in range(n):
+            slot = history.reservoir_slot(jnp.float32(rng.random()), jnp.int32(t + 1), jnp.int32(n_stored), H, True,
+                                          memory)
+            if bool(slot.put):
+                arrival[int(slot.row)] = t
+            n_stored = int(slot.n_stored)
+        return np.mean(n - 1 - arrival)
+
+    biased = np.mean([mean_age(200.0, s) for s in range(3)])
+    assert 0.8 * 200 < biased < 1.2 * 200
+    uniform = np.mean([mean_age(float("inf"), s) for s in range(3)])
+    assert 0.85 * n / 2 < uniform < 1.15 * n / 2
+
+
+def test_ring_of_recent_points_and_data_extent():
+    """`State.recent` holds the last NN_ROWS points (row n mod NN_ROWS), standardised;
+    `tracking.extent` gives the rows' RMS spread and the automatic R and L."""
+    L = js.slpc(**FIXED)
+    xs = datasets.make_cubic_stream(150, seed=2).astype(np.float32)
+    s = L.init(jax.random.key(0), xs[:20])
+    s, _ = js.run_stream(L, jax.random.key(1), xs[20:], s)
+    R = history.NN_ROWS
+    u = (xs - np.asarray(s.centre)) / float(s.scale)
+    for n in range(150 - R, 150):
+        np.testing.assert_allclose(np.asarray(s.recent[n % R]), u[n], rtol=1e-5, atol=1e-6)
+    n = int(s.n_stored)
+    valid = jnp.arange(s.hist_x.shape[0]) < n
+    spread, prm = tracking.extent(s.hist_x, valid, s.std_vertices, s.n_vertices, s.params, 12)
+    h = np.asarray(s.hist_x[:n], np.float64)
+    np.testing.assert_allclose(float(spread), np.sqrt(((h - h.mean(0)) ** 2).sum(1).mean()), rtol=1e-4)
+    r_auto = np.linalg.norm(h, axis=1).max() / np.sqrt(2)
+    np.testing.assert_allclose(float(prm.R), r_auto, rtol=1e-4)
+    line = np.asarray(s.std_vertices[: int(s.n_vertices)], np.float64)
+    ref_L = max(0.1 * 12 * 2 * r_auto, 2 * np.linalg.norm(np.diff(line, axis=0), axis=1).sum())
+    np.testing.assert_allclose(float(prm.L), ref_L, rtol=1e-4)
+
+
+def _run_many(learner, streams, t0=20):
+    xs = np.stack(streams).astype(np.float32)
+    keys = jax.random.split(jax.random.key(0), len(streams))
+    st = js.init_streams(learner, keys, xs[:, :t0])
+    return js.run_streams(learner, keys, xs[:, t0:], st)
+
+
+@pytest.mark.slow
+def test_automatic_memory_forgets_a_drift_and_keeps_a_route():
+    """The default (automatic) memory: on a sine arc drifting 3 units over
+    1,000 points the memory falls below 300 rounds and the prequential loss
+    stays within 2.6× the noise energy (unlimited memory: 1.3× more at least);
+    on a route arriving in order it ends long (> 300 rounds) and the final
+    line fits the whole route (R² ≥ 0.99) with a loss within 3× the
+    nearest-past-point predictor; on a stationary cubic stream it stays
+    unlimited."""
+    L = js.slpc()
+    seeds = (0, 1, 2)
+    drift = [datasets.make_drifting_curve_stream(1000, seed=s) for s in seeds]
+    clean = [datasets.make_drifting_curve_stream(1000, seed=s, noise=0.0) for s in seeds]
+    energy = np.array([((x - c)[20:] ** 2).sum() for x, c in zip(drift, clean)])
+    fin, losses = _run_many(L, drift)
+    assert np.all(np.asarray(fin.memory) < 300)
+    ratio = np.asarray(losses, np.float64).sum(1) / energy
+    assert np.all(ratio < 2.6), ratio
+    _, losses_inf = _run_many(js.slpc(memory=float("inf")), drift)
+    assert np.all(np.asarray(losses_inf, np.float64).sum(1) / energy > 1.3 * ratio)
+    route = [datasets.make_route_stream(600, seed=s) for s in seeds]
+    fin, losses = _run_many(L, route)
+    assert np.all(np.asarray(fin.memory) > 300)
+    for b, xs in enumerate(route):
+        s = jax.tree_util.tree_map(lambda a: a[b], fin)
+        v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)
+        r2 = 1 - np_polyline_sqdist(xs, v).sum() / ((xs - xs.mean(0)) ** 2).sum()
+        assert r2 > 0.99
+    npp = np.array([datasets.nearest_past_point_loss(x, 20).sum() for x in route])
+    assert np.all(np.asarray(losses, np.float64).sum(1) < 3.0 * npp)
+    fin, _ = _run_many(L, [datasets.make_cubic_stream(500, seed=s) for s in seeds])
+    assert np.all(np.isinf(np.asarray(fin.memory)))
