@@ -195,10 +195,7 @@ def _select(index, values):
 
 def _uniform_pairs(words, n: int, per: int, q: int, dtype):
     """The two uniforms of counter i·per + q for i < n (`_rng._pairs` at a stride), (n,) each."""
-    c = jnp.arange(n, dtype=jnp.uint32) * jnp.uint32(per) + jnp.uint32(q)
-    b0, b1 = _rng.threefry2x32(words[0], words[1], c, jnp.zeros_like(c))
-    to_u = lambda b: ((b >> 8).astype(dtype) + 0.5) * (2.0 ** -24)  # noqa: E731
-    return to_u(b0), to_u(b1)
+    return _rng.uniform_pairs(words, jnp.arange(n, dtype=jnp.uint32) * jnp.uint32(per) + jnp.uint32(q), dtype)
 
 
 def _draw_scalars(key, family: ProposalFamily, n: int, df: int):
@@ -269,10 +266,9 @@ def _block(b, i0, means, scales, r, k, f, noise_words, blk: int):
     words = _rng.derive(noise_words, b)
     cnt = ((jnp.asarray(i0, jnp.uint32) + jnp.arange(m, dtype=jnp.uint32))[None, :] * jnp.uint32(per)
            + jnp.arange(per, dtype=jnp.uint32)[:, None])                                # (per, m)
-    w0, w1 = _rng.threefry2x32(words[0], words[1], cnt, jnp.zeros_like(cnt))
-    to_u = lambda w: ((w >> 8).astype(dtype) + 0.5) * (2.0 ** -24)  # noqa: E731 (as _rng._pairs)
-    rad = jnp.sqrt(-2.0 * jnp.log(to_u(w0)))
-    th = (2.0 * math.pi) * to_u(w1)
+    u0, u1 = _rng.uniform_pairs(words, cnt, dtype)
+    rad = jnp.sqrt(-2.0 * jnp.log(u0))
+    th = (2.0 * math.pi) * u1
     halves = (rad * jnp.cos(th), rad * jnp.sin(th))
     m_rows = lax.dynamic_slice_in_dim(means, b * blk, blk, axis=1)                   # (R, blk, d)
     s_rows = lax.dynamic_slice_in_dim(scales, b * blk, blk, axis=1)                  # (R, blk)

@@ -74,7 +74,7 @@ the window's size): the clustering forgets and follows moving groups.
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import lru_cache
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -83,135 +83,19 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._checks import check_capacity, check_point, check_points, is_concrete
-from .._core import StreamLearner
+from .._core import StreamLearner, cached_learner
 from . import kernel as K
 from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
 from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, log_target_fn,
                               noise_variance, prior_rate)
 
 Array = jax.Array
-HISTORY_POLICIES = ("reservoir", "window")
+from .types import ESTIMATES, HISTORY_POLICIES, Config, Info, Params, State, default_params
 _LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
 
-__all__ = ["Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
+__all__ = ["Config", "Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
            "soft_loss", "soft_assign", "cluster_sizes", "round_target", "RoundTarget",
            "effective_count", "check_radius", "pacbo", "HISTORY_POLICIES"]
-
-
-class Params(NamedTuple):
-    """Numeric hyper-parameters (scalars; vmappable).
-
-    Attributes:
-      radius: R, a bound on ||x_t|| (ball centred at the origin); NaN: learned
-        from the stream (module docstring).
-      lambda_scale: λ_n = lambda_scale·(d+2)/(R·σ·max(n−1,1)^lambda_power); 5 =
-        2.5·coeff, the R package's online mode (spec; σ = `noise_scale`).
-      lambda_power: 0.5 (theory: λ ∝ 1/√T).
-      lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
-      prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
-      price_scale: a centre costs price_scale × the saving expected from
-        splitting an average pure-noise cluster (`quasi_posterior`; 1).
-      log_n_weight: the prior rate adds log_n_weight·log n nats per centre
-        (the odds of an extra empty centre are at most n^−log_n_weight; 1/2).
-      noise_scale: σ, the unit of length of λ (λ ∝ 1/(R·σ)); NaN (default):
-        σ̂, the within-cluster standard deviation per coordinate estimated each
-        round, which makes the learner equivariant under scale and shift; 1:
-        the spec's λ in the data's units.
-      proposal_scale: initial multiplier of the per-centre proposal scales (1).
-      scale_spread: each round proposes at the scales exp(log_scale)·spread^{∓1} (1.5).
-      adapt_rate: step of the adaptation of log_scale between rounds, in units
-        of log(scale_spread) (1; 0 = off).
-      stay_prob: probability that a proposal comes from the k̂ row (the k̂ ± 1
-        rows share the rest; 1/2).
-    """
-
-    radius: Array
-    lambda_scale: Array
-    lambda_power: Array
-    lambda2_scale: Array
-    prior_scale: Array
-    price_scale: Array
-    log_n_weight: Array
-    noise_scale: Array
-    proposal_scale: Array
-    scale_spread: Array
-    adapt_rate: Array
-    stay_prob: Array
-
-
-def default_params(radius: Optional[float] = None, *, lambda_scale: float = 5.0,
-                   lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
-                   price_scale: float = 1.0, log_n_weight: float = 0.5,
-                   noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
-                   scale_spread: float = 1.5, adapt_rate: float = 1.0,
-                   stay_prob: float = 0.5) -> Params:
-    """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
-    ``noise_scale=None`` the noise scale σ̂."""
-    r = float("nan") if radius is None else radius
-    sig = float("nan") if noise_scale is None else noise_scale
-    vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
-            proposal_scale,
-            scale_spread, adapt_rate, stay_prob)
-    return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
-
-
-class State(NamedTuple):
-    """PACBO learner state (p = ``max_clusters``, H = ``history_size``).
-
-    Attributes:
-      centers: (p, d) centre slots; the first `n_clusters` are active (zeros after).
-      n_clusters: () int32 k̂ in 1..p.
-      ids: (p,) int32 stable label of each active slot (−1 for inactive slots).
-      next_id: () int32 the next unused label.
-      history: (H, d) stored points (first `n_stored` valid).
-      history_loss: (H,) ℓ(ĉ_s, x_s) of the partition predicted for each point.
-      history_index: (H,) int32 arrival index s ≥ 1.
-      n_stored: () int32; n_seen: () int32.
-      origin: (d,) centre of the prior ball.
-      radius: () R in use (fixed, or learned: max ||x_s − origin||).
-      log_scale: () log multiplier of the proposal scales (adapted between rounds).
-      k_probs: (p,) P(k = j+1) estimated by the last round's chains.
-      params: `Params`.
-    """
-
-    centers: Array
-    n_clusters: Array
-    ids: Array
-    next_id: Array
-    history: Array
-    history_loss: Array
-    history_index: Array
-    n_stored: Array
-    n_seen: Array
-    origin: Array
-    radius: Array
-    log_scale: Array
-    k_probs: Array
-    params: Params
-
-
-class Info(NamedTuple):
-    """What `update` reports about one round.
-
-    Attributes:
-      loss: prequential loss ℓ(ĉ_t, x_t) of the partition before learning x_t.
-      n_clusters: k̂ after the round (the partition that predicts x_{t+1}).
-      acceptance_rate: share of the round's MH proposals accepted (all chains).
-      k_probs: (p,) P(k) over the round's chains and steps.
-      proposal_scale: the multiplier exp(log_scale) the round used.
-      prior_rate: η_t, log q(k) = −η_t·k.
-      radius: R_t used by the round.
-      outside_radius: ||x_t − origin|| > R (fixed radius only; see module docstring).
-    """
-
-    loss: Array
-    n_clusters: Array
-    acceptance_rate: Array
-    k_probs: Array
-    proposal_scale: Array
-    prior_rate: Array
-    radius: Array
-    outside_radius: Array
 
 
 def _cast_params(params: Params, dtype) -> Params:
@@ -261,15 +145,14 @@ def check_radius(xs, radius, name: str = "xs", origin=None) -> None:
             "||x|| <= R: build the learner with a larger radius, or radius=None to learn it")
 
 
-def init(key, x_init, params: Optional[Params] = None, *, max_clusters: int = 50,
-         history_size: int = 256, history_policy: str = "reservoir") -> State:
+def init(key, x_init, params: Optional[Params] = None, config: Config = Config()) -> State:
     """Initial state: one centre (at the mean of ``x_init``, or the ball's centre), the points stored.
 
     Args:
       key: PRNG key (reservoir draws when ``x_init`` exceeds the history).
       x_init: (n0, d) initial points, n0 ≥ 0.
       params: `Params` (default `default_params()`: radius learned).
-      max_clusters, history_size, history_policy: static (see `pacbo`).
+      config: static `Config`.
 
     Returns:
       A `State` with params cast to the dtype of ``x_init``.
@@ -278,10 +161,7 @@ def init(key, x_init, params: Optional[Params] = None, *, max_clusters: int = 50
       ValueError (concrete inputs): bad shape or non-finite ``x_init``; a
       fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
     """
-    p = check_capacity(max_clusters, "max_clusters")
-    H = check_capacity(history_size, "history_size")
-    if history_policy not in HISTORY_POLICIES:
-        raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
+    p, H, history_policy = config.max_clusters, config.history_size, config.history_policy
     x_init = check_points(x_init, "x_init")
     n0, d = x_init.shape
     dtype = x_init.dtype
@@ -309,13 +189,22 @@ def init(key, x_init, params: Optional[Params] = None, *, max_clusters: int = 50
     if n0 == 0:
         return state
     pred = jnp.sum((x_init - mean) ** 2, axis=1)
+    return _store_initial(history_policy)(key, state, x_init, pred)
 
-    def body(s, inp):
+
+@lru_cache(maxsize=None)
+def _store_initial(history_policy: str):
+    """The initial points into the history, one jitted scan per policy (compiled once, not per call)."""
+    def body(carry, inp):
+        key, s = carry
         i, x, l = inp
-        return _insert(jax.random.fold_in(key, i), s, x, l, history_policy), None
+        return (key, _insert(jax.random.fold_in(key, i), s, x, l, history_policy)), None
 
-    state, _ = lax.scan(body, state, (jnp.arange(n0), x_init, pred))
-    return state
+    @jax.jit
+    def run(key, state, x_init, pred):
+        return lax.scan(body, (key, state), (jnp.arange(x_init.shape[0]), x_init, pred))[0][1]
+
+    return run
 
 
 def _flat(state: State, x):
@@ -406,8 +295,9 @@ class RoundTarget(NamedTuple):
     noise_sd: Array
 
 
-def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iters: int = 5) -> RoundTarget:
+def round_target(state: State, config: Config = Config()) -> RoundTarget:
     """The round's quasi-posterior and proposal family (call after the new point is stored)."""
+    history_policy, kmeans_iters = config.history_policy, config.kmeans_iters
     p, d = state.centers.shape
     params = state.params
     pm = jnp.arange(state.history.shape[0]) < state.n_stored
@@ -447,22 +337,19 @@ def round_target(state: State, *, history_policy: str = "reservoir", kmeans_iter
     return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma)
 
 
-ESTIMATES = ("mean", "last")
-
-
-def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5,
-           history_policy: str = "reservoir", df: int = 3, estimate: str = "mean") -> tuple[State, Info]:
+def update(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info]:
     """Learn one observation (module docstring, steps 1–7).
 
     Args:
       key: PRNG key of the round.
       state: `State`.
       x: (d,) observation.
-      n_steps, n_chains, kmeans_iters, history_policy, df, estimate: static (see `pacbo`).
+      config: static `Config`.
 
     Returns:
       ``(new_state, Info)``.
     """
+    n_steps, n_chains, df, history_policy = config.n_steps, config.n_chains, config.df, config.history_policy
     p, d = state.centers.shape
     check_point(x, d)
     x = jnp.asarray(x, state.centers.dtype)
@@ -479,9 +366,9 @@ def update(key, state: State, x: Array, *, n_steps: int = 500, n_chains: int = 1
     # from the initial centre (the ball's centre) but enters the second-order term of S as 0.
     hist_loss = jnp.where(first & (state.n_stored == 0), 0.0, pred_loss)
     st = _insert(k_ins, state._replace(origin=origin, radius=radius), x, hist_loss, history_policy)
-    tgt = round_target(st, history_policy=history_policy, kmeans_iters=kmeans_iters)
+    tgt = round_target(st, config)
     chain0 = K.init(st.centers, st.n_clusters, tgt.logdensity_fn, tgt.family, df)
-    if estimate == "mean":
+    if config.estimate == "mean":
         run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df, path_mean=True)
         finals, infos, means = jax.vmap(run)(jax.random.split(k_chain, n_chains))
         finals = finals._replace(centers=means)
@@ -569,14 +456,20 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
     if estimate not in ESTIMATES:
         raise ValueError(f"estimate must be one of {ESTIMATES}; got {estimate!r}")
-    defaults = default_params(radius, **param_overrides)
+    config = Config(p, H, N, C, iters, history_policy, df, estimate)
+    return cached_learner(_build, config, default_params, dict(param_overrides, radius=radius))
 
-    def _init(key, x_init, params=None):
-        return init(key, x_init, defaults if params is None else params, max_clusters=p,
-                    history_size=H, history_policy=history_policy)
 
-    _update = partial(update, n_steps=N, n_chains=C, kmeans_iters=iters, history_policy=history_policy,
-                      df=df, estimate=estimate)
-    config = dict(learner="pacbo", max_clusters=p, history_size=H, n_steps=N, n_chains=C,
-                  kmeans_iters=iters, history_policy=history_policy, df=df, estimate=estimate)
-    return StreamLearner(_init, _update, predict, loss, defaults, config)
+@lru_cache(maxsize=None)
+def _update_kernel(config: Config):
+    """``update(key, state, x)`` of a configuration, built once (equal configurations share compiled code)."""
+    def update_(key, state, x):
+        return update(key, state, x, config)
+    return update_
+
+
+def _build(config: Config, defaults: Params) -> StreamLearner:
+    def init_(key, x_init, params=None):
+        return init(key, x_init, defaults if params is None else params, config)
+
+    return StreamLearner(init_, _update_kernel(config), predict, loss, defaults, config)

@@ -1,0 +1,156 @@
+"""PACBO's static configuration and its pytrees: `Config`, `Params`, `State`, `Info`."""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+HISTORY_POLICIES = ("reservoir", "window")
+ESTIMATES = ("mean", "last")
+
+__all__ = ["Config", "Params", "default_params", "State", "Info", "HISTORY_POLICIES", "ESTIMATES"]
+
+
+class Config(NamedTuple):
+    """Static configuration of PACBO (capacities and variant choices; hashable).
+
+    Attributes:
+      max_clusters: p, the largest number of centres (R package ``K_max`` = 50).
+      history_size: H, capacity of the history.
+      n_steps: N, MH steps per chain and round (R package 500).
+      n_chains: chains per round (vmapped).
+      kmeans_iters: Lloyd iterations of each k-means row.
+      history_policy: ``"reservoir"`` or ``"window"`` (see `jaxstream.clustering.pacbo`).
+      df: degrees of freedom of the Student-t proposal.
+      estimate: ``"mean"`` or ``"last"`` (see `jaxstream.pacbo`).
+    """
+
+    max_clusters: int = 50
+    history_size: int = 256
+    n_steps: int = 500
+    n_chains: int = 1
+    kmeans_iters: int = 5
+    history_policy: str = "reservoir"
+    df: int = 3
+    estimate: str = "mean"
+
+    name = "pacbo"
+
+
+class Params(NamedTuple):
+    """Numeric hyper-parameters (scalars; vmappable).
+
+    Attributes:
+      radius: R, a bound on ||x_t|| (ball centred at the origin); NaN: learned
+        from the stream (module docstring).
+      lambda_scale: λ_n = lambda_scale·(d+2)/(R·σ·max(n−1,1)^lambda_power); 5 =
+        2.5·coeff, the R package's online mode (spec; σ = `noise_scale`).
+      lambda_power: 0.5 (theory: λ ∝ 1/√T).
+      lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
+      prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
+      price_scale: a centre costs price_scale × the saving expected from
+        splitting an average pure-noise cluster (`quasi_posterior`; 1).
+      log_n_weight: the prior rate adds log_n_weight·log n nats per centre
+        (the odds of an extra empty centre are at most n^−log_n_weight; 1/2).
+      noise_scale: σ, the unit of length of λ (λ ∝ 1/(R·σ)); NaN (default):
+        σ̂, the within-cluster standard deviation per coordinate estimated each
+        round, which makes the learner equivariant under scale and shift; 1:
+        the spec's λ in the data's units.
+      proposal_scale: initial multiplier of the per-centre proposal scales (1).
+      scale_spread: each round proposes at the scales exp(log_scale)·spread^{∓1} (1.5).
+      adapt_rate: step of the adaptation of log_scale between rounds, in units
+        of log(scale_spread) (1; 0 = off).
+      stay_prob: probability that a proposal comes from the k̂ row (the k̂ ± 1
+        rows share the rest; 1/2).
+    """
+
+    radius: Array
+    lambda_scale: Array
+    lambda_power: Array
+    lambda2_scale: Array
+    prior_scale: Array
+    price_scale: Array
+    log_n_weight: Array
+    noise_scale: Array
+    proposal_scale: Array
+    scale_spread: Array
+    adapt_rate: Array
+    stay_prob: Array
+
+
+def default_params(radius: Optional[float] = None, *, lambda_scale: float = 5.0,
+                   lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
+                   price_scale: float = 1.0, log_n_weight: float = 0.5,
+                   noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
+                   scale_spread: float = 1.5, adapt_rate: float = 1.0,
+                   stay_prob: float = 0.5) -> Params:
+    """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
+    ``noise_scale=None`` the noise scale σ̂."""
+    r = float("nan") if radius is None else radius
+    sig = float("nan") if noise_scale is None else noise_scale
+    vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
+            proposal_scale,
+            scale_spread, adapt_rate, stay_prob)
+    return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
+
+
+class State(NamedTuple):
+    """PACBO learner state (p = ``max_clusters``, H = ``history_size``).
+
+    Attributes:
+      centers: (p, d) centre slots; the first `n_clusters` are active (zeros after).
+      n_clusters: () int32 k̂ in 1..p.
+      ids: (p,) int32 stable label of each active slot (−1 for inactive slots).
+      next_id: () int32 the next unused label.
+      history: (H, d) stored points (first `n_stored` valid).
+      history_loss: (H,) ℓ(ĉ_s, x_s) of the partition predicted for each point.
+      history_index: (H,) int32 arrival index s ≥ 1.
+      n_stored: () int32; n_seen: () int32.
+      origin: (d,) centre of the prior ball.
+      radius: () R in use (fixed, or learned: max ||x_s − origin||).
+      log_scale: () log multiplier of the proposal scales (adapted between rounds).
+      k_probs: (p,) P(k = j+1) estimated by the last round's chains.
+      params: `Params`.
+    """
+
+    centers: Array
+    n_clusters: Array
+    ids: Array
+    next_id: Array
+    history: Array
+    history_loss: Array
+    history_index: Array
+    n_stored: Array
+    n_seen: Array
+    origin: Array
+    radius: Array
+    log_scale: Array
+    k_probs: Array
+    params: Params
+
+
+class Info(NamedTuple):
+    """What `update` reports about one round.
+
+    Attributes:
+      loss: prequential loss ℓ(ĉ_t, x_t) of the partition before learning x_t.
+      n_clusters: k̂ after the round (the partition that predicts x_{t+1}).
+      acceptance_rate: share of the round's MH proposals accepted (all chains).
+      k_probs: (p,) P(k) over the round's chains and steps.
+      proposal_scale: the multiplier exp(log_scale) the round used.
+      prior_rate: η_t, log q(k) = −η_t·k.
+      radius: R_t used by the round.
+      outside_radius: ||x_t − origin|| > R (fixed radius only; see module docstring).
+    """
+
+    loss: Array
+    n_clusters: Array
+    acceptance_rate: Array
+    k_probs: Array
+    proposal_scale: Array
+    prior_rate: Array
+    radius: Array
+    outside_radius: Array
