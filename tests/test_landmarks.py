@@ -11,7 +11,9 @@ from jax import enable_x64
 import jaxstream
 from jaxstream import datasets
 from jaxstream import embedding as LM
-from jaxstream.embedding import online as ON
+from jaxstream import _batching, _wrapper
+from jaxstream.embedding import replacement
+from jaxstream.embedding.types import make_config
 from jaxstream.embedding import baselines as BL
 
 
@@ -289,7 +291,7 @@ def test_weighted_learner_predict_info_y_and_align_vs_repeated_landmarks():
     X = clustered_stream(27, 41, d=3)  # in 3-D: weighting changes a 2-D MDS
     with enable_x64():
         lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True, weighted=True)
-        assert lrn.config["weighted"] is True
+        assert lrn.config.weighted is True
         step, predict = jax.jit(lrn.update), jax.jit(lrn.predict)
         s = lrn.init(jax.random.key(0), X[:1])
         n_checked = 0
@@ -318,7 +320,7 @@ def test_weighted_learner_predict_info_y_and_align_vs_repeated_landmarks():
         e = LM.embedding(s, n_components=2, align=True, weighted=True)  # the tracked one
         chex.assert_trees_all_close(e, s.embedding)
     m = jaxstream.LandmarkMDS(5, n_components=2, buffer_size=20, weighted=True)
-    assert m.learner.config["weighted"] is True and m._cfg.weighted
+    assert m.learner.config.weighted is True and jaxstream.config_record(m.learner.config)["weighted"] is True
 
 
 def test_stress_vs_loop_reference():
@@ -495,7 +497,7 @@ def test_degree_rule_neighbour_branch():
 def test_grow_eps_vs_bruteforce():
     """The fixed-point ε growth equals a brute-force scan over candidate thresholds."""
     rng = np.random.default_rng(7)
-    grow = jax.jit(ON._grow_eps)
+    grow = jax.jit(replacement.grow_eps)
     for trial in range(20):
         n = 30
         X = rng.standard_normal((n, 2))
@@ -583,11 +585,11 @@ def test_update_traces_once_while_the_landmark_set_changes():
         cases.add(int(info.case))
     assert cases == {1, 2, 3}
     # the robust options are plain array params: switching them on keeps the one compiled configuration
-    s = s._replace(params=ON.default_params(min_support=4, density_shift=0.5))
+    s = s._replace(params=LM.default_params(min_support=4, density_shift=0.5))
     for t in range(1, 41):
         s, info = step(jax.random.key(t), s, jnp.asarray(X[t]))
     with pytest.raises(TypeError):  # no field defaults to None (a None leaf would be a second pytree structure)
-        ON.Params(jnp.zeros(()), jnp.zeros((0, 0)), jnp.zeros((), jnp.int32))
+        LM.Params(jnp.zeros(()), jnp.zeros((0, 0)), jnp.zeros((), jnp.int32))
     # power check: a second trace (a new dtype) is caught
     with pytest.raises(AssertionError):
         step(jax.random.key(0), s, jnp.asarray(X[1], jnp.int32))
@@ -685,8 +687,7 @@ def test_alignment_prevents_flips():
     with enable_x64():
         lrn = LM.landmark_mds(10, n_components=2, buffer_size=60, align=True)
         step = jax.jit(lrn.update)
-        cfg = ON._make_cfg(10, 60, 2, False, None, None)
-        fresh_fn = jax.jit(lambda s: ON._fresh_embedding(s, cfg))
+        fresh_fn = jax.jit(lambda s: LM.embedding(s, n_components=2))  # computed afresh (unaligned)
         s = lrn.init(jax.random.key(0), X[:1])
         for t in range(1, 12):  # as init(X[:12]) does, through the one compiled update
             s, _ = step(jax.random.key(t), s, jnp.asarray(X[t]))
@@ -767,27 +768,34 @@ def test_make_s_curve():
     assert 0.05 < np.std(Xn - X) < 0.15
 
 
-def test_wrapper():
+def test_wrapper(monkeypatch):
+    monkeypatch.setattr(_wrapper, "CHUNK", 8)  # the chunked-path test's compiled sizes
     X = clustered_stream(17, 50, d=3).astype(np.float32)
     assert jaxstream.embedding is LM and jaxstream.embedding.landmark_mds is jaxstream.landmark_mds
     m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)  # lrn6a's configuration
-    m.chunk_size = 8  # the chunked-path test's compiled sizes
-    with pytest.raises(ValueError, match="not seen"):
+    with pytest.raises(RuntimeError, match="no summary yet"):
         m.transform(X)
-    info = m.learn_one(X[0])
-    assert int(info.case) == 2
-    infos = m.learn_many(X[1:40])
-    assert infos.case.shape == (39,)
+    assert not hasattr(m, "state_") and not hasattr(m, "n_seen_")
+    assert m.learn_one(X[0]) is m
+    assert m.last_info_.case.shape == (1,) and int(m.last_info_.case[0]) == 2 and np.isnan(m.last_losses_[0])
+    assert m.partial_fit(X[1:40]) is m
+    infos = m.last_info_
+    assert infos.case.shape == (39,) and m.last_losses_.shape == (39,)
+    np.testing.assert_array_equal(m.last_losses_, np.asarray(infos.loss, np.float64))
     m.partial_fit(X[40:])
-    assert m.n_seen_ == 50 and len(m.landmarks_) == 6
+    assert m.n_seen_ == 50 and len(m.landmarks_) == 6 and m.n_features_in_ == 3
     Y = m.transform(X)
     assert Y.shape == (50, 2)
+    np.testing.assert_array_equal(m.predict(X), Y)  # predict is transform
+    np.testing.assert_allclose(m.transform_one(X[7]), Y[7], atol=1e-6)
     np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_coords_, atol=1e-4)
     # the wrapper and the functional learner agree
     lrn = lrn6a()
-    s, _ = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
+    s, info = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
     assert sorted(m.landmark_indices_.tolist()) == state_landmarks(s)
     np.testing.assert_allclose(Y, np.asarray(lrn.predict(s, X)), atol=1e-4)
+    assert m.eps_ == float(s.eps)
+    np.testing.assert_allclose(m.cumulative_loss_, np.asarray(info.loss, np.float64).sum(), rtol=1e-6)
     with pytest.raises(ValueError, match="dimension"):
         m.learn_one(np.zeros(2))
     # precomputed items are validated as indices
@@ -796,6 +804,37 @@ def test_wrapper():
         mp.learn_one([60.0])
     with pytest.raises(ValueError, match="indices"):
         mp.learn_one([1.5])
+
+
+def test_wrapper_sklearn_conventions_and_score(monkeypatch):
+    """The constructor lists every argument of landmark_mds (plus seed and reembed_every) and only stores
+    them (a bad value is refused when the model first learns); get_params / set_params / sklearn's clone;
+    score is 1 − the normalised stress of X's embedding against X's distances (NumPy loop reference),
+    also for precomputed distances."""
+    import inspect
+    from sklearn.base import clone
+    monkeypatch.setattr(_wrapper, "CHUNK", 8)
+    X = clustered_stream(17, 50, d=3).astype(np.float32)
+    args = set(inspect.signature(LM.landmark_mds).parameters) | {"seed", "reembed_every"}
+    m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True, reembed_every=0)
+    assert set(m.get_params()) == args and m.get_params()["reembed_every"] == 0
+    with pytest.raises(ValueError, match="reembed_every"):
+        m.fit(X)
+    assert m.set_params(reembed_every=None) is m
+    assert m.fit(X) is m and m.n_seen_ == 50
+    c = clone(m)
+    assert c.get_params() == m.get_params() and not hasattr(c, "state_")
+    c.fit(X)
+    chex.assert_trees_all_equal(c.state_, m.state_)
+    m.set_params(buffer_size=30)
+    assert not hasattr(m, "state_")  # the learned state is discarded
+    Y = c.transform(X)
+    np.testing.assert_allclose(c.score(X), 1.0 - ref_stress(euclid(X), Y), atol=1e-5)
+    assert 0.5 < c.score(X) < 1.0
+    mp = jaxstream.LandmarkMDS(6, metric="precomputed", distances=euclid(X), buffer_size=30)
+    items = LM.index_stream(len(X)).astype(np.float32)
+    mp.fit(items)
+    np.testing.assert_allclose(mp.score(items), 1.0 - ref_stress(euclid(X), mp.transform(items)), atol=1e-5)
 
 
 def test_wrapper_unaligned_fit_and_transform():
@@ -979,8 +1018,9 @@ def test_densest_counts_only_candidates_vs_numpy(cache):
         s = s._replace(points=jnp.asarray(Pp), valid=jnp.asarray(fill), arrival=jnp.asarray(np.where(fill, np.arange(N), -1),
                        jnp.int32), is_landmark=jnp.asarray(np.isin(np.arange(N), ls)), landmark_slots=jnp.asarray(ls),
                        dist=jnp.asarray(np.where(fill[:, None] & fill[None], euclid(Pp), 0.0)) if cache else s.dist)
-        cfg = ON._make_cfg(4, N, 1, False, None, cache)
-        f = jax.jit(lambda new, r, row, st: ON._densest((new, r, row), st, cfg))
+        cfg = make_config(4, N, 1, cache_distances=cache)
+        assert cfg.cache is cache
+        f = jax.jit(lambda new, r, row, st: replacement.densest((new, r, row), st, cfg))
         valid = np.asarray(s.valid)
         D = np.where(valid[:, None] & valid[None, :], euclid(np.asarray(s.points)), np.inf)
         np.fill_diagonal(D, 0.0)
@@ -995,13 +1035,13 @@ def test_densest_counts_only_candidates_vs_numpy(cache):
                 want = new if lm[near[i]] else near[i]
                 got = int(f(jnp.int32(new), jnp.float64(r), jnp.asarray(D[new]), s))
                 assert got == want, (new, r)
-                late += i >= ON._DENSE_CHUNK
+                late += i >= replacement.DENSE_CHUNK
                 moved += want != new
     assert late >= 5 and moved > 10  # power: the densest candidate is often past the first chunk
 
 
 def test_degree_rule_sums_do_not_overflow():
-    f = jax.jit(ON._x_passes_degree_rule)
+    f = jax.jit(replacement.x_passes_degree_rule)
     cases = [(39999, 39999 * 40000 // 2), (39999, 39999 * 40000), (46000, 1_000_000_000), (3, 4), (3, 5), (0, 0),
              (40000, 800_000_000), (40000, 799_999_999)]
     for dx, ssum in cases:
@@ -1106,28 +1146,6 @@ def test_rare_branches_stay_inside_their_loops_under_vmap():
         assert any(f"[{B},{N}]" in o for o in work)  # the common O(N) path is there
 
 
-def test_rare_under_vmap_runs_the_branch_for_the_streams_that_take_it():
-    """`_rare`'s batching rule (compacted chunks of the streams whose predicate holds) against a select, for
-    batches below and above one chunk, with batched and unbatched inputs and nested pytrees."""
-    rng = np.random.default_rng(3)
-    fn = lambda sm, bg: (sm[0] * bg["w"] + jnp.sum(bg["v"]), sm[1] + 1)
-    for B in (16, 100):  # chunks of 1 and of 6 streams (the last chunk clamped to the batch's end)
-        assert ON._chunk(B) == (1 if B == 16 else 6)
-        for frac in (0.0, 0.2, 0.5, 0.9, 1.0):
-            pred = rng.uniform(size=B) < frac
-            a = rng.standard_normal((B, 4)).astype(np.float32)
-            k = rng.integers(0, 9, B).astype(np.int32)
-            w = rng.standard_normal(4).astype(np.float32)  # unbatched
-            v = rng.standard_normal((B, 5)).astype(np.float32)
-            default = (np.zeros(4, np.float32), np.int32(-1))  # unbatched default
-            got = jax.jit(jax.vmap(lambda p, a, k, v: ON._rare(p, fn, default, (a, k), {"w": w, "v": v})))(
-                pred, a, k, v)
-            want0 = np.where(pred[:, None], a * w + v.sum(1, keepdims=True), 0.0)
-            want1 = np.where(pred, k + 1, -1)
-            np.testing.assert_allclose(np.asarray(got[0]), want0, rtol=1e-6, atol=1e-6)
-            np.testing.assert_array_equal(np.asarray(got[1]), want1)
-
-
 def test_large_batch_and_align_under_vmap_equal_single_streams():
     """B = 48 streams (the compacted rare branches run in several chunks of 3 streams, some partly filled)
     give what each stream gives alone, aligned embeddings and arrival coordinates included; the first three
@@ -1140,7 +1158,7 @@ def test_large_batch_and_align_under_vmap_equal_single_streams():
         lrn = LM.landmark_mds(5, n_components=2, buffer_size=20, align=True)
         keys, fin, infos, one = _batched_and_one(lrn, Xs)
         n3 = (np.asarray(infos.case) == 3).sum(0)
-        c = ON._chunk(B)
+        c = _batching.compact_chunk(B)
         assert c > 1 and n3.max() > c and (n3 % c).any()  # several chunks, and partly filled ones, occur
         for b in range(B):
             s, info = one(keys[b], Xs[b, 1:], lrn.init(keys[b], Xs[b, :1]))
@@ -1167,19 +1185,20 @@ def test_info_y_is_the_arrival_embedding():
     assert LM.landmark_mds(5, buffer_size=20).init(jax.random.key(0), X[:3]).embedding.mask.sum() == 0
 
 
-def test_wrapper_chunked_path_equals_functional_run():
+def test_wrapper_chunked_path_equals_functional_run(monkeypatch):
+    monkeypatch.setattr(_wrapper, "CHUNK", 8)
     X = clustered_stream(23, 50, d=3).astype(np.float32)
     m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)
-    m.chunk_size = 8
-    a = m.learn_many(X[:3])            # first point + 2 single steps
-    b = m.learn_many(X[3:])            # 5 whole chunks of 8 + 7 single steps
+    a = m.partial_fit(X[:3]).last_info_            # first point + 2 steps (a padded, masked run)
+    b = m.partial_fit(X[3:]).last_info_            # 5 whole chunks of 8 + 7 steps
     infos = jax.tree_util.tree_map(lambda u, v: np.concatenate([u, v]), a, b)
+    assert infos.case.shape == (50,)
     lrn = lrn6a()
     s, info = runner(lrn, "info")(jax.random.key(0), X[1:], lrn.init(jax.random.key(0), X[:1]))
     np.testing.assert_array_equal(infos.case[1:], np.asarray(info.case))
     np.testing.assert_array_equal(infos.added[1:], np.asarray(info.added))
-    np.testing.assert_array_equal(np.asarray(m.state.is_landmark), np.asarray(s.is_landmark))
-    chex.assert_trees_all_close(m.state.embedding, s.embedding, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(m.state_.is_landmark), np.asarray(s.is_landmark))
+    chex.assert_trees_all_close(m.state_.embedding, s.embedding, atol=1e-5)
     np.testing.assert_allclose(infos.y[1:], np.asarray(info.y), atol=1e-5)
     # Info.y of the last arrival is its aligned embedding under the final landmarks
     np.testing.assert_allclose(infos.y[-1], np.asarray(lrn.predict(s, X[-1])), atol=1e-5)
@@ -1190,32 +1209,34 @@ def _pairwise(Y):
     return np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(-1))
 
 
-def test_wrapper_reembed_every_holds_the_last_reembedding_vs_numpy_reference():
+def test_wrapper_reembed_every_holds_the_last_reembedding_vs_numpy_reference(monkeypatch):
     """reembed_every=K: points up to the last arrival t with t % K == 0 hold their landmark MDS under the
     landmarks of that moment (NumPy float64 reference, compared through pairwise distances: the aligned
     embedding is a rotation and shift of it); later points hold their at-arrival coordinates. Bounded buffer
-    (points are evicted but still re-embedded), learn_many in pieces that cut chunks and segments at odd
+    (points are evicted but still re-embedded), partial_fit in pieces that cut chunks and segments at odd
     places. Same configuration as the chunked-path test above (shared compiled programs)."""
+    monkeypatch.setattr(_wrapper, "CHUNK", 8)
     X = clustered_stream(24, 53, d=3).astype(np.float32)
     n, K = len(X), 10
     m = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True, reembed_every=K)
-    m.chunk_size = 8
     for a, b in ((0, 7), (7, 40), (40, n)):
-        m.learn_many(X[a:b])
+        m.partial_fit(X[a:b])
     held = m.held_
     assert held.shape == (n, 2)
     c = ((n - 1) // K) * K  # the last re-embedding
     assert c == 50
     ref = jaxstream.LandmarkMDS(6, n_components=2, buffer_size=25, align=True)
-    ref.chunk_size = 8
-    y_arr = ref.learn_many(X[:c + 1]).y
+    y_arr = ref.partial_fit(X[:c + 1]).last_info_.y
     Y, _ = ref_lmds(ref.landmarks_, X[:c + 1], 2)
     np.testing.assert_allclose(_pairwise(held[:c + 1]), _pairwise(Y), atol=2e-3 * _pairwise(Y).max())
-    np.testing.assert_allclose(held[c + 1:], ref.learn_many(X[c + 1:]).y, atol=1e-5)
+    np.testing.assert_allclose(held[c + 1:], ref.partial_fit(X[c + 1:]).last_info_.y, atol=1e-5)
     # power: re-embedding changed the held block (the at-arrival coordinates are far from it)
     assert np.abs(_pairwise(y_arr) - _pairwise(Y)).max() > 0.1 * _pairwise(Y).max()
+    # fit forgets the kept points: the same stream again holds the same coordinates
+    np.testing.assert_array_equal(m.fit(X).held_, held)
+    bad = jaxstream.LandmarkMDS(6, reembed_every=0)  # only stored; refused when learning
     with pytest.raises(ValueError, match="reembed_every"):
-        jaxstream.LandmarkMDS(6, reembed_every=0)
+        bad.partial_fit(X)
     with pytest.raises(ValueError, match="held_ needs"):
         ref.held_
 
@@ -1223,23 +1244,70 @@ def test_wrapper_reembed_every_holds_the_last_reembedding_vs_numpy_reference():
 def test_default_buffer_is_documented_window():
     """The default buffer holds max(1024, 10 n_L) points (no longer a silent 100-point window at n_L = 10);
     what happens when it is full (the oldest non-landmark is evicted) is tested above on a small buffer."""
-    assert LM.online.default_buffer_size(10) == 1024 and LM.online.default_buffer_size(200) == 2000
-    assert LM.landmark_mds(10, n_components=1).config["buffer_size"] == 1024
-    assert jaxstream.LandmarkMDS(10).learner.config["buffer_size"] == 1024
-    assert LM.landmark_mds(10, buffer_size=50).config["buffer_size"] == 50
+    assert LM.default_buffer_size(10) == 1024 and LM.default_buffer_size(200) == 2000
+    assert LM.landmark_mds(10, n_components=1).config.buffer_size == 1024
+    assert jaxstream.LandmarkMDS(10).learner.config.buffer_size == 1024
+    assert LM.landmark_mds(10, buffer_size=50).config.buffer_size == 50
     assert "window" in LM.landmark_mds.__doc__ and "default_buffer_size" in LM.landmark_mds.__doc__
 
 
 def test_config_records_static_arguments():
+    """The learner's config is a hashable `Config`; its record (what checkpoints store) keeps the keys and
+    values of the dict the learner recorded before Config existed."""
     man = lambda a, b: jnp.sum(jnp.abs(a - b))
-    c = LM.landmark_mds(7, n_components=3, buffer_size=30, metric=man, align=True).config
-    assert c["learner"] == "landmark_mds" and c["max_landmarks"] == 7 and c["n_components"] == 3
-    assert c["buffer_size"] == 30 and c["align"] is True and c["cache_distances"] is True
+    cfg = LM.landmark_mds(7, n_components=3, buffer_size=30, metric=man, align=True).config
+    assert isinstance(cfg, LM.Config) and cfg.name == "landmark_mds" and hash(cfg) == hash(cfg._replace())
+    assert cfg.track and cfg.cache and cfg.dist.callable_metric
+    c = jaxstream.config_record(cfg)
+    assert c == dict(learner="landmark_mds", max_landmarks=7, n_components=3, buffer_size=30, metric=c["metric"],
+                     align=True, cache_distances=True, embed_arrivals=False, weighted=False)
     assert c["metric"].endswith("<lambda>") and "test_landmarks" in c["metric"]
-    assert LM.landmark_mds(7, metric="precomputed", distances=np.zeros((3, 3))).config["metric"] == "precomputed"
-    assert LM.landmark_mds(7).config["metric"] == "euclidean"
+    pre = LM.landmark_mds(7, metric="precomputed", distances=np.zeros((3, 3)), cache_distances=True).config
+    assert jaxstream.config_record(pre)["metric"] == "precomputed" and pre.cache is False
+    assert jaxstream.config_record(LM.landmark_mds(7).config)["metric"] == "euclidean"
+    assert jaxstream.config_record(LM.landmark_mds(7, embed_arrivals=True).config)["embed_arrivals"] is True
     for v in c.values():
         assert isinstance(v, (int, float, str, bool, type(None), tuple))
+
+
+def test_second_factory_call_with_equal_arguments_compiles_nothing(monkeypatch):
+    """Equal arguments give the same learner (equivalent spellings the same configuration and kernel);
+    run_stream with it traces the round nothing more. A distance matrix (an array) builds a new learner
+    around the same cached kernel, which compiles nothing either. Power: another configuration is traced
+    (and caught by the counter)."""
+    from jaxstream.embedding import learner as LMl
+    traced = []
+    step = LMl.step
+
+    def counting(state, x, config):
+        traced.append(config)
+        return step(state, x, config)
+
+    monkeypatch.setattr(LMl, "step", chex.assert_max_traces(counting, n=2))
+    chex.clear_trace_counter()
+    X = stream41(30)
+    kw = dict(n_components=1, buffer_size=23)  # a configuration no other test compiles
+    a = LM.landmark_mds(4, **kw)
+    assert LM.landmark_mds(4, **kw) is a
+    assert LM.landmark_mds(4, metric="euclidean", cache_distances=False, eps0=0.0, **kw) is a
+    s0 = a.init(jax.random.key(0), X[:1])
+    ref, _ = jaxstream.run_stream(a, jax.random.key(0), X[1:], s0)
+    assert len(traced) == 1
+    b = LM.landmark_mds(4, **kw)
+    s, _ = jaxstream.run_stream(b, jax.random.key(0), X[1:], b.init(jax.random.key(0), X[:1]))
+    assert len(traced) == 1
+    chex.assert_trees_all_equal(s, ref)
+    D = euclid(X)
+    p1 = LM.landmark_mds(4, metric="precomputed", distances=D, **kw)
+    p2 = LM.landmark_mds(4, metric="precomputed", distances=D, **kw)
+    assert p1 is not p2 and p1.update is p2.update and p1.config == p2.config
+    items = LM.index_stream(len(X))
+    for p in (p1, p2):
+        jaxstream.run_stream(p, jax.random.key(0), items[1:], p.init(jax.random.key(0), items[:1]))
+    assert len(traced) == 2
+    with pytest.raises(AssertionError):  # power: a third configuration is a third trace
+        c = LM.landmark_mds(4, n_components=1, buffer_size=24)
+        jaxstream.run_stream(c, jax.random.key(0), X[1:], c.init(jax.random.key(0), X[:1]))
 
 
 class JitVsEager(chex.TestCase):

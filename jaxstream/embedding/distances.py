@@ -14,6 +14,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from .. import _ops
+
 Array = jax.Array
 Metric = Union[None, str, Callable[[Array, Array], Array]]
 
@@ -29,18 +31,18 @@ class _Dist(NamedTuple):
     callable_metric: bool
 
 
+# Coordinates up to which Euclidean squared distances are written out on a CPU. `_ops.sq_dist` writes
+# them out up to `_ops.UNROLL_COORDS` (16); this family's data is often wider (tie-decay spectra have one
+# coordinate per node: 20 on the shipped contacts fixture), where a reduction over the coordinates made
+# one update 2x (d = 20) and 1.4x (d = 40) as slow on XLA:CPU, and changed distances in the last bit. Up
+# to 64 coordinates the sum is written out, as before `_ops` existed, with `_ops`'s own two versions;
+# this goes once `_ops.sq_dist` takes the limit as an argument.
+
+
 def _euclid_sq(A, B):
-    # Unrolled over coordinates: XLA:CPU is several times faster on this than on
-    # a reduction over a short minor axis, and every entry is summed in the same
-    # order wherever it is computed (consistent ties at ε).
-    if A.shape[-1] > 64:
-        diff = A[:, None, :] - B[None, :, :]
-        return jnp.sum(diff * diff, axis=-1)
-    acc = jnp.zeros((A.shape[0], B.shape[0]), jnp.result_type(A, B))
-    for c in range(A.shape[-1]):
-        diff = A[:, c, None] - B[None, :, c]
-        acc = acc + diff * diff
-    return acc
+    """Pairwise squared Euclidean distances (m, p) x (n, p) -> (m, n) (`_ops.sq_dist`: on CPU written out,
+    summed left to right, so an entry has the same value wherever it is computed: consistent ties at ε)."""
+    return _ops.sq_dist(A, B)
 
 
 def _make_dist(metric: Metric) -> _Dist:
@@ -58,8 +60,7 @@ def _make_dist(metric: Metric) -> _Dist:
 @functools.lru_cache(maxsize=128)
 def _dist_for(metric) -> _Dist:
     if isinstance(metric, str) and metric == "euclidean":
-        return _Dist(lambda p, A, B: jnp.sqrt(_euclid_sq(A, B)), lambda p, A, B: _euclid_sq(A, B),
-                     False, False)
+        return _Dist(lambda p, A, B: jnp.sqrt(_euclid_sq(A, B)), lambda p, A, B: _euclid_sq(A, B), False, False)
     if isinstance(metric, str) and metric == "precomputed":
         def dist(p, A, B):
             i = A[:, 0].astype(jnp.int32)

@@ -56,7 +56,7 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
     coordinates ``W^-½ v sqrt(λ)`` and the map's rows ``W^½ v / sqrt(λ)``.
     For integer weights this is exactly the landmark MDS of a landmark set
     in which landmark i is repeated w_i times. Weighting each landmark by
-    the number of points it stands for (`online.landmark_weights`) makes the
+    the number of points it stands for (`jaxstream.embedding.landmark_weights`) makes the
     landmarks' MDS follow the data's distribution rather than the spread of
     a dominating set (a landmark on an outlier or a small cluster counts
     for the few points it covers).

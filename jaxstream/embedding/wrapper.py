@@ -1,4 +1,4 @@
-"""Stateful NumPy-in / NumPy-out wrapper around `landmark_mds`."""
+"""`LandmarkMDS`: the NumPy-in / NumPy-out wrapper around `jaxstream.landmark_mds`."""
 from __future__ import annotations
 
 import functools
@@ -8,32 +8,52 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._checks import check_points
-from .._core import run_stream
-from .distances import Metric
+from .._wrapper import StreamModel
+from .coords import embed_points
+from .distances import Metric, pairwise_distances
+from .learner import check_items, current_embedding, landmark_mds, landmarks
 from .lmds import check_eigen
-from .online import (CASE_ADDED, Embedding, Info, State, _Cfg, _check_items, _embed_points, _first_state,
-                     _fresh_embedding, _kernels, _make_cfg, landmark_mds, landmarks)
+from .stress import normalized_stress
+from .types import CASE_ADDED, Config, Embedding, Info
 
 __all__ = ["LandmarkMDS"]
 
+# Points re-embedded per compiled call (`reembed_every`): padded blocks of one size, one compile.
+_EMBED_BLOCK = 1024
+
 
 @functools.lru_cache(maxsize=64)
-def _compiled(cfg: _Cfg):
-    """Jitted single update, embedding and transform of a configuration, shared by every model built with
-    it (no retracing per model)."""
-    return (jax.jit(_kernels(cfg)[0]), jax.jit(lambda s: s.embedding if cfg.track else _fresh_embedding(s, cfg)),
-            jax.jit(lambda s, e, x: _embed_points(s, e, x, cfg)))
+def _compiled(config: Config):
+    """Jitted embedding-of-a-state and out-of-sample map of a configuration, shared by every model built
+    with it (no retracing per model)."""
+    return (jax.jit(lambda s: current_embedding(s, config)),
+            jax.jit(lambda s, e, x: embed_points(s, e, x, config)))
 
 
-class LandmarkMDS:
-    """NumPy-in / NumPy-out online landmark MDS (keeps the key and state).
+def _check_reembed(reembed_every) -> Optional[int]:
+    if reembed_every is None:
+        return None
+    if isinstance(reembed_every, bool) or not isinstance(reembed_every, (int, np.integer)) or reembed_every < 1:
+        raise ValueError(f"reembed_every must be a positive int or None; got {reembed_every!r}")
+    return int(reembed_every)
 
-    Example::
 
-        model = LandmarkMDS(max_landmarks=100, n_components=2)
-        model.partial_fit(X)          # learn a stream (or model.learn_one(x))
-        Y = model.transform(X)        # embed points under the current landmarks
+class LandmarkMDS(StreamModel):
+    """Online landmark replacement with landmark MDS, NumPy in / NumPy out.
+
+    See `jaxstream.StreamModel` for the conventions (``fit`` / ``partial_fit``
+    / ``learn_one`` return self; ``state_``, ``n_seen_``,
+    ``cumulative_loss_``, ``last_losses_``, ``last_info_``). The first point
+    becomes the first landmark: its prequential loss in ``last_losses_`` is
+    NaN (there was no landmark to score it); ``last_info_`` holds one `Info`
+    row per point of the last call, the first point's included (its
+    ``loss`` is inf, its case 2, "added", as the `Info` docstring says).
+
+    Example:
+      >>> model = LandmarkMDS(100, n_components=2).fit(X)  # learn a stream (or learn_one(x))
+      >>> Y = model.transform(X)                           # embed under the current landmarks
+      >>> model.landmarks_, model.landmark_indices_        # (n_L, p), (n_L,)
+      >>> model.score(X)                                   # 1 − normalised stress
 
     Held coordinates (``reembed_every=K``): an online user holds each point's
     coordinates from its arrival (`Info.y`), placed by the landmarks of that
@@ -49,9 +69,10 @@ class LandmarkMDS:
     consecutive re-embeddings may differ by a reflection (each point's held
     coordinates come from one embedding; compare within one block).
 
-    Args: as `landmark_mds`, plus ``seed`` for the PRNG key and
-      ``reembed_every`` (positive int or None, the default: no re-embedding,
-      nothing kept; turns ``embed_arrivals`` on).
+    Args: the arguments of `jaxstream.landmark_mds`, ``seed`` for the PRNG
+      key, and ``reembed_every`` (positive int or None, the default: no
+      re-embedding, nothing kept; turns ``embed_arrivals`` on). Arguments are
+      only stored here and checked when the model first learns.
     """
 
     def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
@@ -59,175 +80,164 @@ class LandmarkMDS:
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
                  min_support: int = 0, density_shift: float = 0.0, weighted: bool = False, seed: int = 0,
                  reembed_every: Optional[int] = None):
-        if reembed_every is not None:
-            if isinstance(reembed_every, bool) or not isinstance(reembed_every, (int, np.integer)) \
-                    or reembed_every < 1:
-                raise ValueError(f"reembed_every must be a positive int or None; got {reembed_every!r}")
-            embed_arrivals = True  # the held coordinates of points after the last re-embedding are Info.y
-        self.reembed_every = None if reembed_every is None else int(reembed_every)
+        self.max_landmarks = max_landmarks
+        self.n_components = n_components
+        self.buffer_size = buffer_size
+        self.metric = metric
+        self.distances = distances
+        self.align = align
+        self.cache_distances = cache_distances
+        self.eps0 = eps0
+        self.embed_arrivals = embed_arrivals
+        self.min_support = min_support
+        self.density_shift = density_shift
+        self.weighted = weighted
+        self.seed = seed
+        self.reembed_every = reembed_every
+
+    # --- StreamModel hooks ------------------------------------------------
+
+    def _build(self):
+        reembed = _check_reembed(self.reembed_every)
+        return landmark_mds(self.max_landmarks, n_components=self.n_components, buffer_size=self.buffer_size,
+                            metric=self.metric, distances=self.distances, align=self.align,
+                            cache_distances=self.cache_distances, eps0=self.eps0,
+                            # the held coordinates of points after the last re-embedding are Info.y
+                            embed_arrivals=self.embed_arrivals or reembed is not None,
+                            min_support=self.min_support, density_shift=self.density_shift,
+                            weighted=self.weighted)
+
+    def _forget(self) -> None:
+        super()._forget()
         self._seen: list = []  # chunks of the points seen (only with reembed_every)
         self._held: list = []  # chunks of the coordinates held for them
-        self.learner = landmark_mds(max_landmarks, n_components=n_components, buffer_size=buffer_size,
-                                    metric=metric, distances=distances, align=align,
-                                    cache_distances=cache_distances, eps0=eps0, embed_arrivals=embed_arrivals,
-                                    min_support=min_support, density_shift=density_shift, weighted=weighted)
-        self._cfg = _make_cfg(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
-                              embed_arrivals, weighted)
-        self.n_components = n_components
-        self._key = jax.random.key(seed)
-        self.state: Optional[State] = None
-        self.chunk_size = 256
-        self._update, self._embedding, self._embed = _compiled(self._cfg)
+        self._first_info = None
 
-    def _run(self, k, xs, s, off):
-        # run_stream's own compiled driver (shared by every model and caller with this configuration;
-        # concrete, checked rows take its unmasked path)
-        return run_stream(self.learner, k, xs, s, trace="info", step_offset=off)
+    def _check_rows(self, X) -> None:
+        state = getattr(self, "state_", None)
+        check_items(X, self.learner.config, self.learner.params if state is None else state.params, "X")
 
-    def _run_masked(self, k, xs, s, off, mask):
-        return run_stream(self.learner, k, xs, s, mask=mask, trace="info", step_offset=off)
+    def _init_state(self, key, X):
+        state = self.learner.init(key, X[:1])
+        dtype = state.points.dtype
+        self._first_info = Info(
+            loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
+            eps=np.asarray(state.eps), added=np.int32(0), removed=np.int32(-1), evicted=np.int32(-1),
+            n_landmarks=np.int32(1), full_degrees=np.bool_(False),
+            y=np.zeros(self.n_components, dtype) if self.learner.config.track else None)
+        if self.reembed_every is not None:  # arrival 0 is a multiple of K: held as re-embedded
+            self._seen = [X[:1]]
+            self._held = [self._embed_all(state, X[:1])]
+        return state, 1
 
-    def _prep(self, X, name):
-        X = np.asarray(check_points(np.atleast_2d(np.asarray(X, dtype=float)), name,
-                                    dim=None if self.state is None else self.state.points.shape[1]))
-        _check_items(X, self._cfg, self.learner.params if self.state is None else self.state.params, name)
-        return X
+    def partial_fit(self, X, y=None) -> "LandmarkMDS":
+        """Learn the rows of X (n, p) in order (indices (n, 1) for ``metric="precomputed"``). Returns self.
 
-    def reset(self) -> "LandmarkMDS":
-        self.state = None
-        self._seen, self._held = [], []
+        ``last_info_`` holds their `Info` (one row per point, NumPy arrays),
+        ``last_losses_`` their prequential losses.
+        """
+        first = getattr(self, "state_", None) is None
+        super().partial_fit(X, y)
+        if first:  # the first point built the state: prepend its Info
+            head = jax.tree_util.tree_map(lambda a: np.asarray(a)[None], self._first_info)
+            rest = self.last_info_
+            self.last_info_ = head if rest is None else jax.tree_util.tree_map(
+                lambda a, b: np.concatenate([a, b]), head, rest)
         return self
 
-    def learn_one(self, x) -> Info:
-        """Learn one point (p,); returns its `Info` (NumPy scalars)."""
-        if np.ndim(x) != 1:
-            raise ValueError(f"learn_one takes one point of shape (p,); got shape {np.shape(x)}")
-        return jax.tree_util.tree_map(lambda a: np.asarray(a)[0], self.learn_many(np.asarray(x, float)[None]))
-
-    def learn_many(self, X) -> Info:
-        """Learn points (n, p) in order; returns the per-point `Info` (NumPy arrays).
-
-        Whole chunks of `chunk_size` points go through one compiled
-        `run_stream`; the rest (r points) through one masked `run_stream`
-        padded to a power of two in [8, chunk_size] (a single point: the
-        compiled single-point update), so only a few sizes ever compile. With ``reembed_every=K`` the
-        points are learned in segments that end at the arrivals where the
-        held coordinates are re-embedded.
-        """
-        X = self._prep(X, "X")
-        if X.shape[0] == 0:
-            raise ValueError("X is empty")
+    def _run(self, X):
+        """Learn X; with ``reembed_every=K`` in segments that end at the arrivals t with t % K == 0, after
+        each of which every point seen is re-embedded."""
         K = self.reembed_every
         if K is None:
-            return self._learn(X)
+            return super()._run(X)
         infos = []
         while X.shape[0]:
-            t0 = self.n_seen_
-            seg = X[:(-t0) % K + 1]  # up to and including the next arrival t with t % K == 0
-            X = X[seg.shape[0]:]
-            info = self._learn(seg)
+            t0 = self._rounds + self._n_init()  # arrival index of X[0]
+            seg, X = X[:(-t0) % K + 1], X[(-t0) % K + 1:]  # up to and including the next t with t % K == 0
+            self.state_, info = super()._run(seg)
             infos.append(info)
             self._seen.append(seg)
             self._held.append(np.asarray(info.y))
-            if (self.n_seen_ - 1) % K == 0:  # the segment ended at such an arrival: re-embed all points
-                self._held = [self._embed_all(np.concatenate(self._seen))]
+            if (t0 + seg.shape[0] - 1) % K == 0:  # the segment ended at such an arrival: re-embed all points
                 self._seen = [np.concatenate(self._seen)]
-        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+                self._held = [self._embed_all(self.state_, self._seen[0])]
+        return self.state_, jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
 
-    def _embed_all(self, X) -> np.ndarray:
-        """Coordinates of X (n, p) under the current embedding, in padded blocks of a fixed size (one compile)."""
-        emb = self.embedding_
-        B = 1024
-        dtype = self.state.points.dtype
+    def _embed_all(self, state, X) -> np.ndarray:
+        """Coordinates of X (n, p) under `state`'s embedding, in padded blocks of one size (one compile)."""
+        embed_state, embed = _compiled(self.learner.config)
+        emb = embed_state(state)
+        dtype = state.points.dtype
         out = []
-        for i in range(0, X.shape[0], B):
-            blk = X[i:i + B]
-            pad = np.zeros((B, X.shape[1]), dtype)
+        for i in range(0, X.shape[0], _EMBED_BLOCK):
+            blk = X[i:i + _EMBED_BLOCK]
+            pad = np.zeros((_EMBED_BLOCK, X.shape[1]), dtype)
             pad[:blk.shape[0]] = blk
-            out.append(np.asarray(self._embed(self.state, emb, jnp.asarray(pad)))[:blk.shape[0]])
+            out.append(np.asarray(embed(state, emb, jnp.asarray(pad)))[:blk.shape[0]])
         return np.concatenate(out)
 
-    @property
-    def held_(self) -> np.ndarray:
-        """(n_seen, k) the coordinates a user holds for every point seen (needs ``reembed_every``)."""
-        if self.reembed_every is None:
-            raise ValueError("held_ needs reembed_every=K (the model keeps no points otherwise)")
-        self._require()
-        return np.concatenate(self._held)
+    # --- embedding --------------------------------------------------------
 
-    def _learn(self, X) -> Info:
-        if self.state is None:
-            dtype = (jnp.asarray(self.learner.params.distances).dtype if self._cfg.dist.precomputed
-                     else jnp.asarray(X).dtype)
-            self.state = _first_state(self._cfg, jnp.asarray(X[0]), dtype, self.learner.params)
-            first = Info(loss=np.asarray(np.inf, dtype), case=np.int32(CASE_ADDED), replaced=np.bool_(False),
-                         eps=np.asarray(self.state.eps), added=np.int32(0), removed=np.int32(-1),
-                         evicted=np.int32(-1), n_landmarks=np.int32(1), full_degrees=np.bool_(False),
-                         y=np.zeros(self.n_components, dtype) if self._cfg.track else None)
-            infos = [jax.tree_util.tree_map(lambda a: np.asarray(a)[None], first)]
-            X = X[1:]
+    def transform(self, X) -> np.ndarray:
+        """(n, k) coordinates of the rows of X (n, p) under the current landmarks.
+
+        With ``align=True`` the tracked, aligned embedding is used (consecutive
+        calls do not flip); otherwise the landmark MDS is computed afresh.
+
+        Raises:
+          ValueError: fewer than k eigenvalues of the landmarks' MDS are
+            positive (`check_eigen`), or bad input.
+        """
+        X = self._points(X)
+        state = self.state_
+        check_items(X, self.learner.config, state.params, "X")
+        emb = self.embedding_
+        check_eigen(emb.n_positive, self.n_components)
+        return np.asarray(_compiled(self.learner.config)[1](state, emb, jnp.asarray(X, state.points.dtype)))
+
+    def predict(self, X) -> np.ndarray:
+        """The same as `transform` (an embedding is this learner's prediction, as `StreamLearner.predict`)."""
+        return self.transform(X)
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """`fit` then `transform` of the same X."""
+        return self.fit(X, y).transform(X)
+
+    def score(self, X, y=None) -> float:
+        """1 − σ, σ the normalised stress of X's embedding against X's pairwise distances.
+
+        σ = sqrt(Σ_{i<j} (d_ij − ‖y_i − y_j‖)² / Σ_{i<j} d_ij²) over the rows of
+        X (n, p), with d the learner's metric (the precomputed matrix's
+        entries for ``metric="precomputed"``) and y = `transform`(X). 1 is a
+        perfect embedding; it can be negative. Costs O(n²) memory.
+        """
+        del y
+        Y = self.transform(X)
+        X = self._as_rows(X)
+        if self.learner.config.dist.precomputed:
+            idx = X[:, 0].astype(np.int64)
+            D = np.asarray(self.state_.params.distances)[np.ix_(idx, idx)]
         else:
-            infos = []
-        C = self.chunk_size
-        n_full = (X.shape[0] // C) * C
-        for i in range(0, n_full, C):
-            self.state, info = self._run(self._key, X[i:i + C], self.state, int(self.state.n_seen))
-            infos.append(jax.tree_util.tree_map(np.asarray, info))
-        r = X.shape[0] - n_full
-        if r == 1:
-            t = int(self.state.n_seen)
-            self.state, info = self._update(jax.random.fold_in(self._key, t), self.state, X[n_full])
-            infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[None], info))
-        elif r > 1:
-            # one masked run over the rest padded to a power of two (at least 8, at most C): a few compiled
-            # sizes instead of r dispatched single steps
-            P = min(C, max(8, 1 << (r - 1).bit_length()))
-            pad = np.zeros((P,) + X.shape[1:], X.dtype)
-            pad[:r] = X[n_full:]
-            self.state, info = self._run_masked(self._key, pad, self.state, int(self.state.n_seen),
-                                                np.arange(P) < r)
-            infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], info))
-        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+            D = np.asarray(pairwise_distances(X, metric=self.metric))
+        return float(1.0 - normalized_stress(D, Y))
 
-    def partial_fit(self, X) -> "LandmarkMDS":
-        self.learn_many(X)
-        return self
-
-    def fit(self, X) -> "LandmarkMDS":
-        """Forget everything and learn X as a stream."""
-        return self.reset().partial_fit(X)
-
-    def _require(self):
-        if self.state is None:
-            raise ValueError("the model has not seen any point yet; call learn_one / partial_fit first")
+    # --- the learned summary ----------------------------------------------
 
     @property
     def embedding_(self) -> Embedding:
-        self._require()
-        return self._embedding(self.state)
-
-    def transform(self, X) -> np.ndarray:
-        """Embed points (n, p) -> (n, k). Raises if fewer than k eigenvalues are positive."""
-        self._require()
-        X = self._prep(X, "X")
-        emb = self.embedding_
-        check_eigen(emb.n_positive, self.n_components)
-        return np.asarray(self._embed(self.state, emb, jnp.asarray(X, self.state.points.dtype)))
-
-    def fit_transform(self, X) -> np.ndarray:
-        return self.fit(X).transform(X)
+        """The `Embedding` of the current landmarks (the tracked one when the learner keeps it)."""
+        return _compiled(self.learner.config)[0](self._require())
 
     @property
     def landmarks_(self) -> np.ndarray:
         """(n_L, p) landmark points, by arrival."""
-        self._require()
-        return landmarks(self.state)[0]
+        return landmarks(self._require())[0]
 
     @property
     def landmark_indices_(self) -> np.ndarray:
         """(n_L,) arrival indices of the landmarks (0-based positions in the stream)."""
-        self._require()
-        return landmarks(self.state)[1]
+        return landmarks(self._require())[1]
 
     @property
     def landmark_coords_(self) -> np.ndarray:
@@ -241,9 +251,13 @@ class LandmarkMDS:
 
     @property
     def eps_(self) -> float:
-        self._require()
-        return float(self.state.eps)
+        """The current threshold ε."""
+        return float(self._require().eps)
 
     @property
-    def n_seen_(self) -> int:
-        return 0 if self.state is None else int(self.state.n_seen)
+    def held_(self) -> np.ndarray:
+        """(n_seen, k) the coordinates a user holds for every point seen (needs ``reembed_every``)."""
+        if self.reembed_every is None:
+            raise ValueError("held_ needs reembed_every=K (the model keeps no points otherwise)")
+        self._require()
+        return np.concatenate(self._held)

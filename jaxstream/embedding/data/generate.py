@@ -3,7 +3,7 @@
     python jaxstream/embedding/data/generate.py
 
 - contacts_fixture.dat: a SocioPatterns-format contact list (``t i j Si Sj``,
-  t in seconds on 20-second bins) made by `jaxstream.networks.make_contact_stream`
+  t in seconds on 20-second bins) made by `jaxstream.embedding.networks.make_contact_stream`
   (20 nodes: 6 staff "NUR"/"MED", 14 patients "PAT", 2 days), node ids as
   sparse integers as in the real files.
 - prices_fixture.csv: daily closing prices of 5 made-up tickers on business
