@@ -260,3 +260,623 @@ def make_s_curve(n_samples: int = 100, *, noise: float = 0.0, random_state=None,
         order = np.argsort(t, kind="stable")
         X, t = X[order], t[order]
     return X, t
+
+
+# ---------------------------------------------------------------------------
+# Streams that move: points arrive in the order in which a curve is travelled
+# or in which the groups drift, not shuffled.
+# ---------------------------------------------------------------------------
+
+PACBO_MEANS = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
+"""The PACBO slides' four group means (0,0), (−4,−1), (0,7), (5,2)."""
+
+
+def _noise(rng: np.random.Generator, n: int, d: int, sd: float, heavy_tailed: bool, dof: float = 3.0):
+    """(n, d) noise whose every coordinate has standard deviation `sd`.
+
+    Gaussian, or (heavy_tailed) a multivariate Student t with `dof` degrees of
+    freedom scaled by sqrt((dof − 2)/dof) so that its covariance is still
+    sd²·I: one χ² draw per point scales all its coordinates, so an outlier
+    is an isotropic jump (a bad GPS fix), not a spike along one axis.
+    """
+    z = rng.standard_normal((n, d))
+    if heavy_tailed:
+        z *= np.sqrt((dof - 2.0) / rng.chisquare(dof, n))[:, None]
+    return sd * z
+
+
+def _point_segment_dist(p, a, b) -> float:
+    ab = b - a
+    den = float(ab @ ab)
+    t = 0.0 if den == 0.0 else min(max(float((p - a) @ ab) / den, 0.0), 1.0)
+    return float(np.linalg.norm(a + t * ab - p))
+
+
+def _segment_segment_dist(p0, p1, q0, q1) -> float:
+    """Distance between two 2-D segments (0 when they cross or touch)."""
+    def orient(a, b, c):
+        return np.sign((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+    if orient(p0, p1, q0) * orient(p0, p1, q1) < 0 and orient(q0, q1, p0) * orient(q0, q1, p1) < 0:
+        return 0.0
+    return min(_point_segment_dist(p0, q0, q1), _point_segment_dist(p1, q0, q1),
+               _point_segment_dist(q0, p0, p1), _point_segment_dist(q1, p0, p1))
+
+
+def random_route(n_legs: int = 5, seed=0, *, leg_length=(1.0, 3.0), min_gap: float = 0.5,
+                 max_tries: int = 1000) -> np.ndarray:
+    """A random commute-like route: straight legs joined by right-angle turns.
+
+    The route starts at the origin with a uniformly random heading; each leg
+    has a length uniform in `leg_length` and turns left or right (probability
+    1/2 each) from the previous one. A leg that would come closer than
+    `min_gap` to any earlier leg (other than the one it starts from) is
+    redrawn, so the route never crosses or runs alongside itself: its
+    principal curve is the route itself, not a knot of nearby strands.
+
+    Args:
+      n_legs: number of straight legs (>= 1).
+      seed: int or `numpy.random.Generator`.
+      leg_length: (low, high) range of the leg lengths.
+      min_gap: smallest allowed distance between non-consecutive legs.
+      max_tries: redraws of a whole route before giving up.
+
+    Returns:
+      (n_legs + 1, 2) float64 array of the vertices, in travel order.
+
+    Raises:
+      ValueError: if no self-avoiding route is found in `max_tries` attempts
+        (`min_gap` too large for the leg lengths, or very many legs).
+    """
+    if n_legs < 1:
+        raise ValueError(f"n_legs must be >= 1, got {n_legs}")
+    lo, hi = map(float, leg_length)
+    if not 0.0 < lo <= hi:
+        raise ValueError(f"leg_length must be 0 < low <= high, got {leg_length}")
+    rng = _rng(seed)
+    for _ in range(max_tries):
+        heading = rng.uniform(0.0, 2 * np.pi)
+        verts = [np.zeros(2)]
+        for i in range(n_legs):
+            for _attempt in range(20):
+                turn = 0.0 if i == 0 else rng.choice([-0.5 * np.pi, 0.5 * np.pi])
+                h = heading + turn
+                end = verts[-1] + rng.uniform(lo, hi) * np.array([np.cos(h), np.sin(h)])
+                if all(_segment_segment_dist(verts[-1], end, verts[j], verts[j + 1]) >= min_gap
+                       for j in range(len(verts) - 2)):
+                    break
+            else:
+                break
+            heading = h
+            verts.append(end)
+        if len(verts) == n_legs + 1:
+            return np.array(verts)
+    raise ValueError(f"no self-avoiding route with {n_legs} legs of length {leg_length} and "
+                     f"min_gap {min_gap} in {max_tries} tries")
+
+
+def _polyline_at(vertices: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Points at arclength s along the polyline through `vertices` (m, d)."""
+    seg = np.linalg.norm(np.diff(vertices, axis=0), axis=1)
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    i = np.clip(np.searchsorted(cum, s, side="right") - 1, 0, len(seg) - 1)
+    frac = (s - cum[i]) / seg[i]
+    return vertices[i] + frac[:, None] * (vertices[i + 1] - vertices[i])
+
+
+def make_route_stream(n: int = 600, n_legs: int = 5, noise: float = 0.1, seed=0, *,
+                      heavy_tailed: bool = True, ordered: bool = True, leg_length=(1.0, 3.0),
+                      vertices=None, return_truth: bool = False):
+    """A GPS-like trace of a commute: noisy points advancing along a route.
+
+    The route is `random_route(n_legs, rng, leg_length=leg_length)` drawn
+    first from the generator (so `random_route(n_legs, np.random.default_rng(s))`
+    gives back the route of ``seed=s``), or the polyline `vertices`. The
+    arclength positions of the n points are sorted uniform draws on [0, L]
+    (L the route's length): in arrival order they advance along the route,
+    with the irregular gaps of a receiver whose speed varies. Each point gets
+    independent noise with per-coordinate standard deviation `noise`, Gaussian
+    or (default) multivariate Student t with 3 degrees of freedom (same
+    covariance, occasional far outliers).
+
+    The default noise makes the trace dense: with legs of mean length 2 the
+    route is about 10 long, so 600 points are about 0.017 apart along it,
+    several points per noise standard deviation (0.1), and the noise is
+    small against a leg (>= 1) and against the 0.5 that separates
+    non-consecutive legs. The noisy points then form a band around the route
+    rather than a dotted line, which is the setting of principal curves.
+
+    Args:
+      n: number of points.
+      n_legs: number of legs of the random route (ignored with `vertices`).
+      noise: per-coordinate standard deviation of the noise.
+      seed: int or `numpy.random.Generator`.
+      heavy_tailed: Student-t (3 dof) noise instead of Gaussian.
+      ordered: arrival in route order; False shuffles the same points.
+      leg_length: (low, high) range of the random legs' lengths.
+      vertices: (m, d) polyline to travel instead of a random route
+        (consecutive vertices distinct).
+      return_truth: also return each point's squared distance to the
+        noise-free route (the whole polyline, exact).
+
+    Returns:
+      (n, d) float64 array (d = 2 for a random route), or
+      ``(points, truth_sqdist)`` with truth_sqdist of shape (n,).
+    """
+    rng = _rng(seed)
+    if vertices is None:
+        verts = random_route(n_legs, rng, leg_length=leg_length)
+    else:
+        verts = np.asarray(vertices, np.float64)
+        if verts.ndim != 2 or len(verts) < 2:
+            raise ValueError(f"vertices must be an (m >= 2, d) array, got shape {verts.shape}")
+        if np.any(np.linalg.norm(np.diff(verts, axis=0), axis=1) == 0.0):
+            raise ValueError("consecutive vertices must differ")
+    length = np.linalg.norm(np.diff(verts, axis=0), axis=1).sum()
+    s = np.sort(rng.uniform(0.0, length, n))
+    pts = _polyline_at(verts, s) + _noise(rng, n, verts.shape[1], noise, heavy_tailed)
+    if not ordered:
+        pts = pts[rng.permutation(n)]
+    if not return_truth:
+        return pts
+    return pts, curve_sqdist(pts, verts)
+
+
+def _rounded_rectangle_at(s: np.ndarray, width: float, height: float, corner: float) -> np.ndarray:
+    """Points at arclength s (taken modulo the perimeter) of a rounded rectangle centred at 0.
+
+    Travelled counter-clockwise from the left end of the bottom edge's
+    straight part; with width = height = 2·corner it is the circle of
+    radius `corner` started at angle −π/2.
+    """
+    a, b, c = width / 2 - corner, height / 2 - corner, corner
+    q = 0.5 * np.pi * c
+    lengths = np.array([2 * a, q, 2 * b, q, 2 * a, q, 2 * b, q])
+    cum = np.concatenate([[0.0], np.cumsum(lengths)])
+    s = np.mod(s, cum[-1])
+    # Zero-length pieces (the circle's edges) are never picked: side="right"
+    # moves past every piece that starts where the next one starts.
+    k = np.clip(np.searchsorted(cum, s, side="right") - 1, 0, 7)
+    u = s - cum[k]
+    j = k // 2
+    edge_start = np.array([[-a, -b - c], [a + c, -b], [a, b + c], [-a - c, b]])
+    edge_dir = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    arc_centre = np.array([[a, -b], [a, b], [-a, b], [-a, -b]])
+    ang = np.array([-0.5, 0.0, 0.5, 1.0])[j] * np.pi + u / c
+    line = edge_start[j] + u[:, None] * edge_dir[j]
+    arc = arc_centre[j] + c * np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    return np.where((k % 2 == 1)[:, None], arc, line)
+
+
+def rounded_rectangle_sqdist(points: np.ndarray, width: float, height: float, corner: float) -> np.ndarray:
+    """Exact squared distance of 2-D points to the boundary of a rounded rectangle centred at 0.
+
+    The rectangle is `width` × `height` with corners rounded to radius
+    `corner` (width = height = 2·corner is a circle).
+
+    Args:
+      points: (n, 2) array.
+
+    Returns:
+      (n,) float64 array.
+    """
+    p = np.abs(np.asarray(points, np.float64))
+    q = p - np.array([width / 2 - corner, height / 2 - corner])
+    sdf = np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0) - corner
+    return sdf ** 2
+
+
+def make_loop_stream(n: int = 600, n_laps: float = 2.0, noise: float = 0.05, seed=0, *,
+                     shape: str = "circle", radius: float = 1.0, width: float = 4.0, height: float = 2.0,
+                     corner: float = 0.5, ordered: bool = True, heavy_tailed: bool = False,
+                     return_truth: bool = False):
+    """A closed curve travelled in order, possibly several laps: the closed-curve family.
+
+    The arclength positions are sorted uniform draws on [0, n_laps·P) (P the
+    perimeter) taken modulo P, travelled counter-clockwise, so consecutive
+    points are close and the stream revisits the same curve once per lap.
+    With ``ordered=False`` the same points are shuffled, which is the same
+    in distribution as positions drawn i.i.d. uniformly along the curve.
+    Defaults: a unit circle, 2 laps of 600 points (about 0.021 apart along
+    the curve, below the noise sd 0.05).
+
+    Args:
+      n: number of points.
+      n_laps: number of times the curve is travelled (need not be an integer).
+      noise: per-coordinate standard deviation of the noise.
+      seed: int or `numpy.random.Generator`.
+      shape: "circle" (of `radius`, centred at 0, starting at (0, −radius))
+        or "rounded_rectangle" (`width` × `height`, corners of radius
+        `corner`, centred at 0, starting at the bottom edge).
+      ordered: arrival in travel order; False shuffles the same points.
+      heavy_tailed: multivariate Student-t (3 dof) noise of the same
+        covariance instead of Gaussian.
+      return_truth: also return each point's exact squared distance to the
+        noise-free curve.
+
+    Returns:
+      (n, 2) float64 array, or ``(points, truth_sqdist)`` with
+      truth_sqdist of shape (n,).
+    """
+    if shape == "circle":
+        width = height = 2.0 * radius
+        corner = radius
+    elif shape != "rounded_rectangle":
+        raise ValueError(f"shape must be 'circle' or 'rounded_rectangle', got {shape!r}")
+    if not 0.0 < corner <= min(width, height) / 2:
+        raise ValueError(f"need 0 < corner <= min(width, height)/2, got corner={corner}, "
+                         f"width={width}, height={height}")
+    rng = _rng(seed)
+    perimeter = 2 * (width - 2 * corner) + 2 * (height - 2 * corner) + 2 * np.pi * corner
+    s = np.sort(rng.uniform(0.0, n_laps * perimeter, n))
+    pts = _rounded_rectangle_at(s, width, height, corner) + _noise(rng, n, 2, noise, heavy_tailed)
+    if not ordered:
+        pts = pts[rng.permutation(n)]
+    if not return_truth:
+        return pts
+    return pts, rounded_rectangle_sqdist(pts, width, height, corner)
+
+
+def _rotation(theta) -> np.ndarray:
+    """(..., 2, 2) rotation matrices by angles theta (...)."""
+    c, s = np.cos(theta), np.sin(theta)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+
+
+def sine_arc_sqdist(points: np.ndarray, amplitude=1.0, n_grid: int = 4097) -> np.ndarray:
+    """Squared distance of 2-D points to the arc {(u, a·sin u): u ∈ [0, 2π]}.
+
+    A grid search over u followed by Newton steps on the stationarity
+    condition (kept only where they lower the distance), so the result is
+    exact to rounding, not to the grid's resolution.
+
+    Args:
+      points: (n, 2) array.
+      amplitude: a, a scalar or one value per point (n,).
+      n_grid: grid points on [0, 2π] for the initial search.
+
+    Returns:
+      (n,) float64 array.
+    """
+    p = np.asarray(points, np.float64)
+    amp = np.broadcast_to(np.asarray(amplitude, np.float64), (len(p),))
+    grid = np.linspace(0.0, 2 * np.pi, n_grid)
+    u = np.empty(len(p))
+    chunk = max(1, 2 ** 20 // n_grid)
+    for i in range(0, len(p), chunk):
+        q, a = p[i:i + chunk], amp[i:i + chunk, None]
+        d = (grid - q[:, :1]) ** 2 + (a * np.sin(grid) - q[:, 1:]) ** 2
+        u[i:i + chunk] = grid[d.argmin(axis=1)]
+
+    def sqd(u):
+        return (u - p[:, 0]) ** 2 + (amp * np.sin(u) - p[:, 1]) ** 2
+
+    best = sqd(u)
+    v = u.copy()
+    for _ in range(6):
+        r = amp * np.sin(v) - p[:, 1]
+        g = (v - p[:, 0]) + amp * np.cos(v) * r
+        h = 1.0 + (amp * np.cos(v)) ** 2 - amp * np.sin(v) * r
+        step = np.where(h > 0, g / np.where(h > 0, h, 1.0), 0.0)
+        v = np.clip(v - np.clip(step, -0.01, 0.01), 0.0, 2 * np.pi)
+        best = np.minimum(best, sqd(v))
+    return best
+
+
+def make_drifting_curve_stream(n: int = 1000, shift=(0.0, 3.0), noise: float = 0.1, seed=0, *,
+                               rotation: float = 0.0, amplitude=(1.0, 1.0), return_truth: bool = False):
+    """A sine arc that moves while the stream is observed.
+
+    At round t (0-based) let τ = t/(n − 1) ∈ [0, 1]. The curve of round t is
+    the arc y = a(τ)·sin x, x ∈ [0, 2π], with a(τ) = a₀ + τ·(a₁ − a₀),
+    rotated by τ·`rotation` radians about its centre (π, 0), then translated
+    by τ·`shift`. The point of round t is that curve at x_t ~ U[0, 2π]
+    (i.i.d.) plus isotropic Gaussian noise of per-coordinate sd `noise`.
+    A learner that keeps fitting all past points equally lags behind the
+    curve of the current round.
+
+    Args:
+      n: number of points.
+      shift: (2,) total translation over the stream.
+      noise: per-coordinate standard deviation of the Gaussian noise.
+      seed: int or `numpy.random.Generator`.
+      rotation: total rotation over the stream, radians (counter-clockwise).
+      amplitude: (a₀, a₁), the sine's amplitude at the first and last round.
+      return_truth: also return each point's squared distance to the curve
+        *of its own round* (exact).
+
+    Returns:
+      (n, 2) float64 array, or ``(points, truth_sqdist)`` with
+      truth_sqdist of shape (n,).
+    """
+    rng = _rng(seed)
+    tau = np.arange(n) / max(n - 1, 1)
+    shift = np.asarray(shift, np.float64)
+    a = amplitude[0] + tau * (amplitude[1] - amplitude[0])
+    centre = np.array([np.pi, 0.0])
+    u = rng.uniform(0.0, 2 * np.pi, n)
+    rot = _rotation(tau * rotation)
+    local = np.stack([u, a * np.sin(u)], axis=1) - centre
+    pts = np.einsum("nij,nj->ni", rot, local) + centre + tau[:, None] * shift
+    pts = pts + noise * rng.standard_normal((n, 2))
+    if not return_truth:
+        return pts
+    back = np.einsum("nji,nj->ni", rot, pts - centre - tau[:, None] * shift) + centre
+    return pts, sine_arc_sqdist(back, a)
+
+
+def _cluster_stream(rng, labels, means_t, sd, return_truth):
+    n = len(labels)
+    pts = means_t[np.arange(n), labels] + sd * rng.standard_normal((n, means_t.shape[-1]))
+    return (pts, labels, means_t) if return_truth else pts
+
+
+def _balanced_labels(rng, n: int, k: int) -> np.ndarray:
+    """Labels 0..k−1, ⌈n/k⌉ or ⌊n/k⌋ of each (the first n mod k groups get one more), in random order."""
+    return (np.arange(n) % k)[rng.permutation(n)]
+
+
+def make_four_groups_stream(n: int = 200, seed=0, *, balanced: bool = True, return_truth: bool = False):
+    """The PACBO slides' first stream: four unit-variance Gaussian groups in 2-D.
+
+    Means (0,0), (−4,−1), (0,7), (5,2) (`PACBO_MEANS`), identity covariance.
+    With ``balanced=True`` exactly n/4 points come from each group (when 4
+    divides n; otherwise the first n mod 4 groups get one more) in a random
+    order; with ``balanced=False`` each label is drawn i.i.d. uniformly (the
+    command line's default cluster data, same draws).
+
+    Args:
+      n: number of points.
+      seed: int or `numpy.random.Generator`.
+      balanced: equal group sizes instead of i.i.d. labels.
+      return_truth: also return the labels and the means.
+
+    Returns:
+      (n, 2) float64 array, or ``(points, labels, means_t)`` with labels
+      (n,) int and means_t (n, 4, 2) the group means at each round (constant
+      here; the same layout as the drifting streams').
+    """
+    rng = _rng(seed)
+    labels = _balanced_labels(rng, n, 4) if balanced else rng.integers(0, 4, n)
+    means_t = np.broadcast_to(PACBO_MEANS, (n, 4, 2))
+    return _cluster_stream(rng, labels, means_t, 1.0, return_truth)
+
+
+def make_drifting_clusters_stream(n: int = 400, means=None, shift=(20.0, 0.0), seed=0, *, sd: float = 1.0,
+                                  return_truth: bool = False):
+    """Gaussian groups whose means all move linearly while the stream is observed.
+
+    At round t (0-based, τ = t/(n − 1)) group j has mean means[j] + τ·shift;
+    the labels are balanced (n/k per group) in random order, and the point of
+    round t is drawn from its group's mean of round t with covariance sd²·I.
+    With the defaults the four PACBO groups (9 wide in x) travel 20 to the
+    right, so a summary that weighs all past points equally smears each
+    group along its path.
+
+    Args:
+      n: number of points.
+      means: (k, d) initial means; None for `PACBO_MEANS`.
+      shift: (d,) total displacement of every mean over the stream.
+      seed: int or `numpy.random.Generator`.
+      sd: per-coordinate standard deviation within a group.
+      return_truth: also return the labels and the moving means.
+
+    Returns:
+      (n, d) float64 array, or ``(points, labels, means_t)`` with labels
+      (n,) int and means_t (n, k, d) every group's mean at round t
+      (``means_t[np.arange(n), labels]`` is each point's generating centre).
+    """
+    rng = _rng(seed)
+    means = PACBO_MEANS if means is None else np.asarray(means, np.float64)
+    shift = np.broadcast_to(np.asarray(shift, np.float64), means.shape[1:])
+    tau = np.arange(n) / max(n - 1, 1)
+    means_t = means[None] + tau[:, None, None] * shift
+    labels = _balanced_labels(rng, n, len(means))
+    return _cluster_stream(rng, labels, means_t, sd, return_truth)
+
+
+def make_ramp_clusters_stream(n: int = 200, n_groups: int = 10, block: int = 20, radius: float = 10.0, seed=0, *,
+                              sd: float = 1.0, return_truth: bool = False):
+    """The PACBO slides' "ramp": a new group every `block` points.
+
+    Group j (0-based) has mean radius·(cos 2πj/k, sin 2πj/k), k = `n_groups`
+    (neighbours 2·radius·sin(π/k) apart: 6.2 with the defaults). Rounds
+    j·block … (j+1)·block − 1 all come from group j, the newest one, so the
+    number of groups seen grows by one per block until k; rounds after
+    k·block draw their group uniformly among the k.
+
+    Args:
+      n: number of points.
+      n_groups: k, the number of groups.
+      block: points per group before the next one appears.
+      radius: radius of the circle of the means.
+      seed: int or `numpy.random.Generator`.
+      sd: per-coordinate standard deviation within a group.
+      return_truth: also return the labels and the means.
+
+    Returns:
+      (n, 2) float64 array, or ``(points, labels, means_t)`` with labels
+      (n,) int (``labels[:t+1].max() + 1`` groups seen by round t) and
+      means_t (n, k, 2) the means (constant; groups not yet seen included).
+    """
+    rng = _rng(seed)
+    ang = 2 * np.pi * np.arange(n_groups) / n_groups
+    means = radius * np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    t = np.arange(n)
+    labels = np.minimum(t // block, n_groups - 1)
+    late = t >= n_groups * block
+    labels[late] = rng.integers(0, n_groups, int(late.sum()))
+    return _cluster_stream(rng, labels, np.broadcast_to(means, (n, n_groups, 2)), sd, return_truth)
+
+
+# ---------------------------------------------------------------------------
+# Reference predictors for the moving streams
+# ---------------------------------------------------------------------------
+
+def nearest_past_point_loss(xs, t0: int = 20, *, max_block_elems: int = 2 ** 22) -> np.ndarray:
+    """Per-round loss of predicting each point by its nearest past point.
+
+    For every round t ≥ t0 (0-based), min over s < t of ‖x_t − x_s‖². This is
+    what a summary that memorises the stream would pay; on a dense ordered
+    trace it is small (about the squared gap between consecutive points plus
+    twice the noise variance), which is why a learner's prequential loss
+    should be read against it and against the noise energy.
+
+    Rows are processed in blocks of at most `max_block_elems` distances, so
+    memory stays bounded for streams of 10⁴–10⁵ points (two blocks of
+    32 MiB at the default: a peak of about 62 MiB for n = 10⁴, in 0.5 s);
+    the time is O(n²·d).
+
+    Args:
+      xs: (n, d) points in arrival order.
+      t0: first scored round (>= 1: round 0 has no past).
+      max_block_elems: largest number of pairwise distances held at once.
+
+    Returns:
+      (n − t0,) float64 array; entry i is the loss of round t0 + i.
+    """
+    xs = np.asarray(xs, np.float64)
+    if xs.ndim != 2:
+        raise ValueError(f"xs must be (n, d), got shape {xs.shape}")
+    n = len(xs)
+    if not 1 <= t0 <= n:
+        raise ValueError(f"need 1 <= t0 <= n = {n}, got t0={t0}")
+    out = np.empty(n - t0)
+    a = t0
+    while a < n:
+        rows = max(1, min(n - a, max_block_elems // max(n, 1)))
+        b = a + rows
+        d2 = np.zeros((rows, b))
+        for k in range(xs.shape[1]):
+            d2 += (xs[a:b, k, None] - xs[None, :b, k]) ** 2
+        # Only strictly earlier points count: mask s >= t.
+        d2[np.arange(b)[None, :] >= np.arange(a, b)[:, None]] = np.inf
+        out[a - t0:b - t0] = d2.min(axis=1)
+        a = b
+    return out
+
+
+def last_points_oracle_loss(xs, labels, window: int = 10, t0: int = 1, *, new_group: str = "nearest") -> np.ndarray:
+    """Per-round loss of the PACBO "last points" oracle that knows the labels.
+
+    Round t (0-based) is predicted by the mean of the last `window` points of
+    x_t's own group seen before t (fewer if the group has fewer), and pays the
+    squared distance ‖x_t − prediction‖². A moving group is tracked with a lag
+    of about window/2 points, a fixed one with the error of a window-point
+    mean.
+
+    A group's first point has no past point of its own group. With
+    ``new_group="nearest"`` it is predicted by the nearest of the other
+    groups' predictions at that round (what a clusterer pays before it opens
+    a cell for the new group); with ``new_group="nan"`` its loss is NaN, to
+    be excluded. The stream's very first point has no prediction at all and
+    is NaN either way (t0 >= 1 skips it).
+
+    Args:
+      xs: (n, d) points in arrival order.
+      labels: (n,) integer group labels.
+      window: number of a group's latest points averaged (>= 1).
+      t0: first round returned (0 <= t0 <= n).
+      new_group: "nearest" or "nan", the policy for a group's first point.
+
+    Returns:
+      (n − t0,) float64 array; entry i is the loss of round t0 + i.
+    """
+    xs = np.asarray(xs, np.float64)
+    labels = np.asarray(labels)
+    n = len(xs)
+    if xs.ndim != 2 or labels.shape != (n,):
+        raise ValueError(f"need xs (n, d) and labels (n,), got {xs.shape} and {labels.shape}")
+    if window < 1 or not 0 <= t0 <= n:
+        raise ValueError(f"need window >= 1 and 0 <= t0 <= n, got window={window}, t0={t0}")
+    if new_group not in ("nearest", "nan"):
+        raise ValueError(f"new_group must be 'nearest' or 'nan', got {new_group!r}")
+    out = np.full(n, np.nan)
+    members = {}
+    for g in np.unique(labels):
+        idx = np.flatnonzero(labels == g)
+        pts = xs[idx]
+        cs = np.concatenate([np.zeros((1, xs.shape[1])), np.cumsum(pts, axis=0)])
+        j = np.arange(1, len(idx))
+        lo = np.maximum(j - window, 0)
+        pred = (cs[j] - cs[lo]) / (j - lo)[:, None]
+        out[idx[1:]] = ((pts[1:] - pred) ** 2).sum(axis=1)
+        members[g] = idx
+    if new_group == "nearest":
+        for g, idx in members.items():
+            f = idx[0]
+            preds = []
+            for h, jdx in members.items():
+                c = int(np.searchsorted(jdx, f))
+                if h != g and c > 0:
+                    preds.append(xs[jdx[max(c - window, 0):c]].mean(axis=0))
+            if preds:
+                out[f] = ((xs[f] - np.array(preds)) ** 2).sum(axis=1).min()
+    return out[t0:]
+
+
+# ---------------------------------------------------------------------------
+# Shipped real trajectories
+# ---------------------------------------------------------------------------
+
+TRACES = {"staten_island_ferry": "ais_staten_island_ferry_2020-12.csv"}
+"""Shipped trajectories: name -> CSV file in ``jaxstream/data`` (see its README.md for provenance)."""
+
+EARTH_RADIUS_KM = 6371.0088
+
+
+def lonlat_to_local_km(lon, lat, lon0=None, lat0=None) -> np.ndarray:
+    """Equirectangular projection of degrees to kilometres around a reference point.
+
+    x = R·cos(lat0)·(lon − lon0), y = R·(lat − lat0), angles in radians,
+    R = 6371.0088 km (the mean Earth radius). Over a few tens of kilometres
+    at mid latitudes the distortion is below 1 %: enough to give the
+    learners isotropic metric coordinates.
+
+    Args:
+      lon, lat: (n,) degrees.
+      lon0, lat0: reference point in degrees; None for the mean of lon / lat.
+
+    Returns:
+      (n, 2) float64 array of (x east, y north) in km.
+    """
+    lon = np.asarray(lon, np.float64)
+    lat = np.asarray(lat, np.float64)
+    lon0 = lon.mean() if lon0 is None else lon0
+    lat0 = lat.mean() if lat0 is None else lat0
+    k = np.pi / 180.0 * EARTH_RADIUS_KM
+    return np.stack([k * np.cos(np.radians(lat0)) * (lon - lon0), k * (lat - lat0)], axis=1)
+
+
+def load_trace(name: str = "staten_island_ferry", *, lonlat: bool = False, return_time: bool = False):
+    """A shipped real trajectory, in time order.
+
+    ``"staten_island_ferry"``: 3,729 AIS position reports of the Staten
+    Island Ferry *Andrew J. Barberi* (MMSI 367000150), 2020-12-01 08:11 to
+    2020-12-05 21:04 UTC, about one report a minute while it shuttles the
+    8 km between St. George and Whitehall terminals (plus dock time and one
+    trip to the south), so the stream sweeps the same curve back and forth
+    dozens of times. Source: the tracktable-data package (BSD-2-Clause);
+    see ``jaxstream/data/README.md``.
+
+    Args:
+      name: a key of `TRACES`.
+      lonlat: return (longitude, latitude) in degrees instead of local
+        kilometres.
+      return_time: also return the time of each point.
+
+    Returns:
+      (n, 2) float64 array: (x east, y north) in km from
+      `lonlat_to_local_km` around the trace's mean position, or (lon, lat)
+      in degrees with ``lonlat=True``; with ``return_time``,
+      ``(points, times)`` with times (n,) ``datetime64[s]`` (UTC).
+    """
+    if name not in TRACES:
+        raise ValueError(f"unknown trace {name!r}; shipped: {sorted(TRACES)}")
+    with resources.files("jaxstream").joinpath("data").joinpath(TRACES[name]).open("r", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    time = np.array([r["time"] for r in rows], dtype="datetime64[s]")
+    order = np.argsort(time, kind="stable")
+    lon = np.array([float(r["lon"]) for r in rows])[order]
+    lat = np.array([float(r["lat"]) for r in rows])[order]
+    pts = np.stack([lon, lat], axis=1) if lonlat else lonlat_to_local_km(lon, lat)
+    return (pts, time[order]) if return_time else pts
