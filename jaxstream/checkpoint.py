@@ -102,6 +102,8 @@ def _normalise_config(config, where: str):
     saved and a live configuration compare equal when they are equal."""
     if config is None:
         return None
+    from ._core import config_record
+    config = config_record(config)
     if not isinstance(config, dict):
         raise CheckpointError(f"{where}: learner.config must be a dict of plain Python values; "
                               f"got {type(config).__name__}")

@@ -22,12 +22,15 @@ import math
 import os
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 
+from .datasets import PACBO_MEANS, make_four_groups_stream
+
 EXIT_BAD_INPUT = 2
 SEISMIC_NAME = "embedded seismic stream (USGS 2020-08-21..09-21, 130E-180E, 70S-30N)"
-FOUR_MEANS = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
+FOUR_MEANS = PACBO_MEANS
 
 
 class InputError(ValueError):
@@ -203,12 +206,13 @@ def _save_state(args, model, state, name, names):
     if not args.save_state:
         return
     from . import checkpoint
+    from ._core import config_record
     options = {k: v for k, v in vars(args).items()
                if k not in ("save_state", "out", "csv", "columns") and isinstance(v, (int, float, str, bool))}
     checkpoint.save(args.save_state, model.learner, state,
                     metadata=dict(command=args.command, data=name, columns=list(names), options=options))
     print(f"state: {args.save_state} (jaxstream.checkpoint.load(path, learner) with a learner of "
-          f"the same configuration: {model.learner.config})")
+          f"the same configuration: {config_record(model.learner.config)})")
 
 
 # ---------------------------------------------------------------------------
@@ -244,8 +248,14 @@ def _xy(xs, names):
 # curve: slpc
 # ---------------------------------------------------------------------------
 
+FERRY_NAME = ("embedded AIS trace of the Staten Island ferry (2020-12-01..05, 3,729 reports in time order, "
+              "local km)")
+
+
 def _curve_default(args):
     from . import datasets
+    if getattr(args, "data", "seismic") == "ferry":
+        return datasets.load_trace(), FERRY_NAME, ["x (km east)", "y (km north)"]
     return datasets.seismic_stream(), SEISMIC_NAME, ["longitude (°E)", "latitude (°N)"]
 
 
@@ -259,7 +269,8 @@ def run_curve(args) -> dict:
     _need_rows(xs, t0 + 1, f"slpc with t0={t0}")
     kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
               h_scale=args.h_scale, length_scale=args.length_scale, eta_scale=args.eta_scale,
-              delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale)
+              delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale,
+              memory=args.memory)
     kw = {k: v for k, v in kw.items() if v is not None}
     if "history_size" in kw:
         kw["history_size"] = max(kw["history_size"], t0)
@@ -267,15 +278,15 @@ def run_curve(args) -> dict:
     xs = xs.astype(dtype)
     start = time.perf_counter()
     model = js.SLPC(seed=args.seed, **kw)
-    losses = np.asarray(model.partial_fit(xs), np.float64)[t0:]
-    vertices = model.vertices
+    losses = model.partial_fit(xs).last_losses_[t0:]
+    vertices = model.vertices_
     seconds = time.perf_counter() - start
     stream = xs[t0:].astype(np.float64)
     figures = dict(
         data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
         cumulative_loss=float(losses.sum()),
         prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
-        r2=float(model.score(xs)), n_segments=int(model.n_segments), seconds=seconds,
+        r2=float(model.score(xs)), n_segments=model.n_segments_, seconds=seconds,
         vertices=np.asarray(vertices))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
@@ -284,7 +295,7 @@ def run_curve(args) -> dict:
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
     print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
-    _save_state(args, model, model.state, name, names)
+    _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
     return figures
@@ -318,10 +329,11 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
 
 def four_groups_stream(n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The PACBO slides' first stream: an equal mixture of N(m_j, I) in 2-D
-    with means (0,0), (-4,-1), (0,7), (5,2). Returns (points (n, 2), labels)."""
-    rng = np.random.default_rng(seed)
-    lab = rng.integers(0, 4, n)
-    return FOUR_MEANS[lab] + rng.standard_normal((n, 2)), lab
+    with means (0,0), (-4,-1), (0,7), (5,2), i.i.d. labels
+    (`datasets.make_four_groups_stream` with ``balanced=False``).
+    Returns (points (n, 2), labels)."""
+    xs, labels, _ = make_four_groups_stream(n, seed, balanced=False, return_truth=True)
+    return xs, labels
 
 
 def _cluster_default(args):
@@ -343,21 +355,21 @@ def run_cluster(args) -> dict:
     kw = {k: v for k, v in kw.items() if v is not None}
     start = time.perf_counter()
     model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
-    model.learn_many(xs)
+    model.partial_fit(xs)
     seconds = time.perf_counter() - start
     info = model.last_info_
     losses = np.asarray(info.loss, np.float64)
     k_t = np.asarray(info.n_clusters)
-    centers = np.asarray(model.centers)
+    centers = model.cluster_centers_
     # predict gives each point its cluster's label; labels_ is the label of each row of centers
     # (stable labels: a cluster keeps its label while others appear and disappear).
-    ids = np.asarray(getattr(model, "labels_", np.arange(centers.shape[0])))
+    ids = model.labels_
     labels = np.asarray(model.predict(xs))
     rows = np.argmax(labels[:, None] == ids[None, :], axis=1)
     if not (labels[:, None] == ids[None, :]).any(axis=1).all():
         raise RuntimeError("PACBO.predict returned a label that no current centre has")
     figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
-                   n_clusters=int(model.n_clusters), centers=centers, labels=ids, k_over_time=k_t,
+                   n_clusters=model.n_clusters_, centers=centers, labels=ids, k_over_time=k_t,
                    cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
                    sizes=np.bincount(rows, minlength=centers.shape[0]), seconds=seconds)
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
@@ -446,8 +458,8 @@ def run_embed(args) -> dict:
     kw = dict(n_components=k, buffer_size=args.buffer_size, eps0=args.eps0)
     kw = {k_: v for k_, v in kw.items() if v is not None}
     start = time.perf_counter()
-    model = js.LandmarkMDS(args.max_landmarks, seed=args.seed, **kw)
-    info = model.learn_many(xs)
+    model = js.LandmarkMDS(args.max_landmarks, seed=args.seed, **kw).fit(xs)
+    info = model.last_info_
     Y = np.asarray(model.transform(xs))
     seconds = time.perf_counter() - start
     lm_idx = np.asarray(model.landmark_indices_)
@@ -469,7 +481,7 @@ def run_embed(args) -> dict:
     print(f"normalised stress of the {k}-D embedding: {stress:.4f} "
           f"({'all' if len(idx) == xs.shape[0] else 'a sample of'} {len(idx)} points, all pairs)")
     print(f"normalised stress over landmark pairs: {l_stress:.4f}")
-    _save_state(args, model, model.state, name, names)
+    _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, args.out, name)
     return figures
@@ -611,6 +623,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "shorter curves, fewer folds; default: calibrated)")
     p.add_argument("--eta-scale", type=_positive_float, metavar="A",
                    help="multiplier of the learning rate eta_t; used only with --penalty theory")
+    p.add_argument("--data", choices=("seismic", "ferry"), default="seismic",
+                   help="embedded stream when --csv is not given: 'seismic' (USGS epicentres, default) or "
+                        "'ferry' (a real AIS trace arriving in time order: the curve follows the route)")
+    p.add_argument("--memory", type=_positive_or_inf, metavar="TAU",
+                   help="forgetting time scale in rounds ('inf': never forget; default: automatic, "
+                        "unlimited until the stream drifts)")
     p.add_argument("--delta", type=_positive_float, metavar="D",
                    help="lattice spacing of the vertices, relative to the spread of the initial points "
                         "(see jaxstream.slpc; default: the learner's)")
@@ -668,6 +686,45 @@ COMMANDS = {"curve": run_curve, "slpc": run_curve, "cluster": run_cluster, "pacb
             "embed": run_embed, "landmarks": run_embed}
 
 
+CACHE_ENV = "JAXSTREAM_COMPILATION_CACHE"
+
+
+def compilation_cache_dir() -> Optional[str]:
+    """Where the command line keeps compiled programs between runs, or None when off.
+
+    JAX's own setting wins (``jax_compilation_cache_dir``, e.g. from the
+    ``JAX_COMPILATION_CACHE_DIR`` environment variable); otherwise
+    ``$JAXSTREAM_COMPILATION_CACHE`` if set, else ``$XDG_CACHE_HOME/jaxstream/xla``
+    (``~/.cache/jaxstream/xla``). ``JAXSTREAM_COMPILATION_CACHE=0`` (or
+    ``off``, or an empty value) turns it off.
+    """
+    import jax
+    own = jax.config.jax_compilation_cache_dir
+    if own:
+        return own
+    env = os.environ.get(CACHE_ENV)
+    if env is not None:
+        return None if env.strip().lower() in ("", "0", "off", "false", "no") else env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxstream", "xla")
+
+
+def _enable_compilation_cache() -> None:
+    """A second run of the same command compiles nothing: every program, however quick to
+    compile, goes to JAX's persistent compilation cache (`compilation_cache_dir`)."""
+    import jax
+    path = compilation_cache_dir()
+    if path is None:
+        return
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return  # a read-only home: run without the cache
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def main(argv=None) -> int:
     """Entry point of the ``jaxstream`` command; returns the exit status."""
     parser = build_parser()
@@ -675,6 +732,7 @@ def main(argv=None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["curve"] + argv
     args = parser.parse_args(argv)
+    _enable_compilation_cache()
     if args.float64:
         import jax
         jax.config.update("jax_enable_x64", True)

@@ -113,15 +113,22 @@ def test_config_keys_added_later_read_as_their_old_default(tmp_path):
     L = js.landmark_mds(8, n_components=2, buffer_size=24)
     x = datasets.make_cubic_stream(30, seed=1).astype(np.float32)
     s = L.init(jax.random.key(0), x[:10])
-    old = {k: v for k, v in L.config.items() if k != "weighted"}
+    old = {k: v for k, v in js.config_record(L.config).items() if k != "weighted"}
     checkpoint.save(tmp_path / "old.ckpt", L._replace(config=old), s)
     assert "weighted" not in checkpoint.read_manifest(tmp_path / "old.ckpt")["config"]
     back, _ = checkpoint.load(tmp_path / "old.ckpt", L)
     chex.assert_trees_all_equal(back, s)
+    # the dict landmark_mds recorded before its Config existed (same keys and values as Config.record())
+    before = dict(learner="landmark_mds", max_landmarks=8, n_components=2, buffer_size=24, metric="euclidean",
+                  align=False, cache_distances=False, embed_arrivals=False, weighted=False)
+    assert js.config_record(L.config) == before
+    checkpoint.save(tmp_path / "before.ckpt", L._replace(config=before), s)
+    back, _ = checkpoint.load(tmp_path / "before.ckpt", L)
+    chex.assert_trees_all_equal(back, s)
     with pytest.raises(CheckpointError, match="weighted: saved False vs learner True"):
         checkpoint.load(tmp_path / "old.ckpt", js.landmark_mds(8, n_components=2, buffer_size=24, weighted=True))
     P = js.pacbo(4, 32, 10)
-    checkpoint.save(tmp_path / "p.ckpt", P._replace(config=dict(P.config, weighted=False)), P.init(
+    checkpoint.save(tmp_path / "p.ckpt", P._replace(config=dict(js.config_record(P.config), weighted=False)), P.init(
         jax.random.key(0), x[:10]))
     with pytest.raises(CheckpointError, match="weighted: saved False vs learner '<absent>'"):
         checkpoint.load(tmp_path / "p.ckpt", P)
@@ -129,7 +136,7 @@ def test_config_keys_added_later_read_as_their_old_default(tmp_path):
     # scored each round, which is global_moves=None.
     S = js.slpc(8, 64, t0=N_INIT)
     ss = S.init(jax.random.key(0), x[:N_INIT])
-    checkpoint.save(tmp_path / "s.ckpt", S._replace(config={k: v for k, v in S.config.items() if k != "global_moves"}),
+    checkpoint.save(tmp_path / "s.ckpt", S._replace(config={k: v for k, v in js.config_record(S.config).items() if k != "global_moves"}),
                     ss)
     back, _ = checkpoint.load(tmp_path / "s.ckpt", js.slpc(8, 64, t0=N_INIT, global_moves=None))
     chex.assert_trees_all_equal(back, ss)

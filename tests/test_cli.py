@@ -19,7 +19,7 @@ import pytest
 import jaxstream as js
 from jaxstream import cli, datasets
 
-ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="",
+ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="", JAXSTREAM_COMPILATION_CACHE="0",
            JAX_COMPILATION_CACHE_DIR=os.environ.get(
                "JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache")),
            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
@@ -257,3 +257,58 @@ def test_curve_options_reach_the_learner():
         args = cli.build_parser().parse_args(["curve", "--outlier-scale", text])
         assert args.outlier_scale == value
         assert float(js.slpc(outlier_scale=args.outlier_scale).params.outlier_scale) == value
+
+
+_COUNT_COMPILES = """
+import collections, sys
+from jax import monitoring
+ev = collections.Counter()
+monitoring.register_event_listener(lambda name, **kw: ev.update([name]))
+from jaxstream import cli
+code = cli.main(sys.argv[1:])
+print("REQUESTS", ev["/jax/compilation_cache/compile_requests_use_cache"], "HITS", ev["/jax/compilation_cache/cache_hits"])
+sys.exit(code)
+"""
+
+
+def test_second_run_of_a_command_compiles_nothing(tmp_path, data_dir):
+    """The command line keeps its compiled programs in a persistent cache
+    (`cli.compilation_cache_dir`): run twice, the second run finds every
+    program in the cache (each request a hit); JAXSTREAM_COMPILATION_CACHE=0
+    turns it off (no request uses a cache)."""
+    env = {k: v for k, v in ENV.items() if not k.startswith("JAX_COMPILATION") and not k.startswith("JAX_PERSIST")}
+    argv = ["curve", "--csv", str(data_dir / "cubic.csv"), "--columns", "x", "y", "--t0", "10", "--max-segments", "4",
+            "--history-size", "32", "--out", ""]
+
+    def run(cache):
+        p = subprocess.run([sys.executable, "-c", _COUNT_COMPILES, *argv], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600, env=dict(env, JAXSTREAM_COMPILATION_CACHE=cache))
+        assert p.returncode == 0, p.stderr
+        m = re.search(r"REQUESTS (\d+) HITS (\d+)", p.stdout)
+        return int(m.group(1)), int(m.group(2))
+
+    cache = str(tmp_path / "xla")
+    req1, hits1 = run(cache)
+    assert req1 > 0 and hits1 < req1 and os.listdir(cache)
+    req2, hits2 = run(cache)
+    assert req2 == req1 and hits2 == req2
+    assert run("0") == (0, 0)
+
+
+def test_compilation_cache_location(monkeypatch, tmp_path):
+    """JAX's own setting wins; then JAXSTREAM_COMPILATION_CACHE (0/off: none); then XDG_CACHE_HOME."""
+    import jax
+    own = jax.config.jax_compilation_cache_dir
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(cli.CACHE_ENV, raising=False)
+    if own:
+        assert cli.compilation_cache_dir() == own
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        assert cli.compilation_cache_dir() == os.path.join(str(tmp_path), "jaxstream", "xla")
+        monkeypatch.setenv(cli.CACHE_ENV, "off")
+        assert cli.compilation_cache_dir() is None
+        monkeypatch.setenv(cli.CACHE_ENV, str(tmp_path / "mine"))
+        assert cli.compilation_cache_dir() == str(tmp_path / "mine")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", own)
