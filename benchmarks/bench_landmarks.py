@@ -55,7 +55,8 @@ import jax
 import jax.numpy as jnp
 
 import jaxstream
-from jaxstream import datasets, networks
+from jaxstream import datasets
+from jaxstream.embedding import networks
 from jaxstream import embedding as LM
 
 from jaxstream.embedding import baselines as BL
@@ -546,7 +547,7 @@ def reembed(Ks=(None, 200, 50, 10), n_L=20, repeats=3):
             for _ in range(repeats):
                 m.reset()
                 t0 = time.perf_counter()
-                info = m.learn_many(X)
+                info = m.partial_fit(X).last_info_
                 ts.append(time.perf_counter() - t0)
             # without re-embedding a user holds the at-arrival coordinates Info.y
             Y = m.held_ if K is not None else np.asarray(info.y)
@@ -661,7 +662,7 @@ def options_batches(B=128, T=400, n_L=20, rules=((0, 0.0), (4, 0.0), (0, 0.5), (
     """The robust options under vmap: B noisy S-curves (noise 0.3) against one, per stream-update.
 
     Each rule (min_support m, density_shift c) runs with the same compiled `update` (the options are
-    params); their rare branches run, under vmap, only for the streams that take them (`_rare`). The
+    params); their rare branches run, under vmap, only for the streams that take them (`jaxstream._batching.rare`). The
     buffer holds the whole stream (T + 1 points), as in the robust tables. Interleaved best-of timing as
     in `batches`. Measured (2-core CPU, load ~5 from other jobs), one stream / B=128 per stream-update:
     m=0,c=0 12.6 / 13.7 µs (ratio 1.09); m=4 20.6 / 28.4 (1.38); c=0.5 20.2 / 27.2 (1.35); m=4,c=0.5
