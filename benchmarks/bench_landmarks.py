@@ -529,6 +529,51 @@ def arrival(lags=(0, 10, 50, 200)):
                                                          else f"{k}: {v:.0f}" for k, v in r.items()), flush=True)
 
 
+def ordering(n_real=50, n=600, n_Ls=(20, 50)):
+    """Ordered arrival (points along the manifold, by its intrinsic coordinate) against
+    random arrival of the same points: σ of the coordinates each point gets at its arrival
+    (aligned, what a streaming user holds), σ of the final landmarks' embedding of all
+    points, and the wrapper's held coordinates with ``reembed_every=50`` (the fix for early
+    points placed by landmarks that had not seen the rest), over `n_real` realisations
+    (random_state / seed r) of each manifold; mean ± 95 % half-width."""
+    from jaxstream.embedding import datasets as ED
+    print()
+    print(f"Ordered vs random arrival, n={n}, buffer = n, k = 2, {n_real} realisations each: normalised stress "
+          "(mean ± 95% half-width)")
+    makers = {"S-curve": lambda r: datasets.make_s_curve(n, random_state=r, sort_by_t=True)[0],
+              "Swiss roll": lambda r: ED.make_swiss_roll(n, seed=r)[0]}
+    for name, make in makers.items():
+        for n_L in n_Ls:
+            lrn = LM.landmark_mds(n_L, n_components=2, buffer_size=n, align=True, embed_arrivals=True)
+            cells = {}
+            for order in ("ordered", "random"):
+                Xs = []
+                for r in range(n_real):
+                    X = np.asarray(make(r), np.float32)
+                    if order == "random":
+                        X = X[np.random.default_rng(r).permutation(n)]
+                    Xs.append(X)
+                Xs = np.stack(Xs)
+                keys = jax.random.split(jax.random.key(0), n_real)
+                s0 = jaxstream.init_streams(lrn, keys, Xs[:, :1])
+                fin, Y = jaxstream.run_streams(lrn, keys, Xs[:, 1:], s0, trace=lambda st, x, info: info.y)
+                Y = np.concatenate([np.zeros((n_real, 1, 2), np.float32), np.asarray(Y)], 1)
+                arr, final, held = [], [], []
+                for r in range(n_real):
+                    D = euclid(Xs[r])
+                    s = jax.tree_util.tree_map(lambda a: a[r], fin)
+                    arr.append(float(LM.normalized_stress(D, Y[r])))
+                    final.append(float(LM.normalized_stress(D, lrn.predict(s, Xs[r]))))
+                    if r < 10:  # the wrapper runs one stream at a time: 10 realisations
+                        m = LM.LandmarkMDS(n_L, n_components=2, buffer_size=n, reembed_every=50, embed_arrivals=True)
+                        held.append(float(LM.normalized_stress(D, m.fit(Xs[r]).held_)))
+                ci = lambda v: f"{np.mean(v):.3f} ± {1.96 * np.std(v, ddof=1) / np.sqrt(len(v)):.3f}"
+                cells[order] = (f"at arrival {ci(arr)}, final landmarks {ci(final)}, "
+                                f"held with reembed_every=50 {ci(held)} (10 real.)")
+            for order, txt in cells.items():
+                print(f"  {name:10s} n_L={n_L:3d} {order:8s}: {txt}", flush=True)
+
+
 def reembed(Ks=(None, 200, 50, 10), n_L=20, repeats=3):
     """The wrapper's ``reembed_every=K``: time per arrival of ``fit`` (steady state: the best of `repeats`
     after a compiling run) and σ of the coordinates held at the end of the stream."""
@@ -751,7 +796,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer draws and sizes")
     ap.add_argument("--only", default="", help="comma-separated parts: quality,arrival,robust,overhead,speed,"
-                    "batches,options,weighted,real,temporal (default: all)")
+                    "batches,options,weighted,real,temporal,ordering (default: all)")
     ap.add_argument("--batch", type=int, default=64, help="B for the batch figures (default 64)")
     ap.add_argument("--contacts", default=None, help="a SocioPatterns contact list (t i j Si Sj)")
     ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
@@ -763,13 +808,16 @@ def main():
     except ImportError:
         pass
     parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
-                                                         "batches", "options", "weighted", "real", "temporal"}
+                                                         "batches", "options", "weighted", "real", "temporal",
+                                                         "ordering"}
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if "quality" in parts:
         quality(5 if args.quick else 20)
     if "arrival" in parts:
         arrival()
         reembed()
+    if "ordering" in parts:
+        ordering(20 if args.quick else 50)
     if "robust" in parts:
         robust(n_draws=20 if args.quick else 50)
         robust_seeds(n_seeds=2 if args.quick else 8, n_draws=20 if args.quick else 50)

@@ -153,10 +153,12 @@ def test_tuple_and_list_configs_compare_equal(tmp_path):
 
 def test_refuses_incompatible_versions(slpc_saved, tmp_path, monkeypatch):
     learner, state, path = slpc_saved
-    monkeypatch.setattr(js, "__version__", "0.2.0")
-    with pytest.raises(CheckpointError, match="written by jaxstream 0.1.0; this is jaxstream 0.2.0"):
+    major, minor = (int(v) for v in js.__version__.split(".")[:2])
+    saved, later = js.__version__, f"{major}.{minor + 1}.0"
+    monkeypatch.setattr(js, "__version__", later)
+    with pytest.raises(CheckpointError, match=f"written by jaxstream {saved}; this is jaxstream {later}"):
         checkpoint.load(path, learner)
-    monkeypatch.setattr(js, "__version__", "0.1.9")  # a patch release reads it
+    monkeypatch.setattr(js, "__version__", f"{major}.{minor}.99")  # a patch release reads it
     checkpoint.load(path, learner)
     monkeypatch.undo()
 
