@@ -14,7 +14,7 @@ The public API, re-exported explicitly from the modules that define it:
 from ._core import StreamLearner, config_record, run_stream
 from ._sharding import init_streams, run_streams
 from ._chunked import ChunkedResult, read_csv_blocks, read_npy_blocks, run_stream_chunked
-from ._wrapper import StreamModel
+from ._wrapper import NotFittedError, StreamModel
 from . import checkpoint, datasets, geometry
 from . import clustering, curves, embedding
 from .curves import SLPC, slpc
@@ -25,7 +25,7 @@ from .embedding import LandmarkMDS, landmark_mds
 __version__ = "0.2.0"
 
 __all__ = [
-    "StreamLearner", "StreamModel", "config_record", "run_stream", "run_streams", "init_streams",
+    "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "ChunkedResult", "read_npy_blocks", "read_csv_blocks",
     "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
     "curves", "clustering", "embedding", "checkpoint", "datasets", "geometry",

@@ -16,6 +16,13 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def refuse_sparse(x, name: str = "x") -> None:
+    """Raise TypeError for a scipy.sparse matrix or array (recognised without importing scipy)."""
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):
+        raise TypeError(f"{name} is a sparse matrix: sparse input is not supported; pass a dense array "
+                        f"({name}.toarray())")
+
+
 def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 0,
                  allow_nonfinite: bool = False) -> jnp.ndarray:
     """Validate a (n, d) array of points and return it as a JAX array.
@@ -37,6 +44,7 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
       ValueError: on a ragged, complex or non-numeric input, a wrong rank,
         dimension, too few rows or non-finite values.
     """
+    refuse_sparse(x, name)
     if is_concrete(x):
         try:
             x = np.asarray(x)
@@ -44,7 +52,7 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
             raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); "
                              "got rows of different lengths") from None
         if x.dtype.kind == "c":
-            raise ValueError(f"{name} is complex ({x.dtype}); pass real coordinates, e.g. "
+            raise ValueError(f"{name} is complex ({x.dtype}): Complex data not supported; pass real coordinates, e.g. "
                              "np.stack([z.real, z.imag], -1)")
         if x.dtype.kind not in "biuf":
             raise ValueError(f"{name} must be numeric; got an array of dtype {x.dtype}")
@@ -59,9 +67,11 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {tuple(x.shape)}")
     if x.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one column (d >= 1); got shape {tuple(x.shape)}")
+        raise ValueError(f"{name} must have at least one column (d >= 1); got shape {tuple(x.shape)}: "
+                         f"0 feature(s) (shape={tuple(x.shape)}) while a minimum of 1 is required.")
     if dim is not None and x.shape[1] != dim:
-        raise ValueError(f"{name} has dimension d={x.shape[1]} but the learner state has d={dim}")
+        raise ValueError(f"{name} has dimension d={x.shape[1]} but the learner state has d={dim} "
+                         f"({name} has {x.shape[1]} features, but it is expecting {dim} features as input)")
     if x.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows; got {x.shape[0]}")
     if is_concrete(x) and not allow_nonfinite:

@@ -31,13 +31,18 @@ from typing import Any
 import numpy as np
 import jax
 
-from ._checks import check_points
+from ._checks import check_points, refuse_sparse
 from ._core import StreamLearner, run_stream
 
 __all__ = ["StreamModel"]
 
 CHUNK = 1024
 MIN_PAD = 8
+
+
+class NotFittedError(RuntimeError, ValueError, AttributeError):
+    """A model asked for its summary before it has one (scikit-learn's convention: a ValueError
+    and an AttributeError, so ``hasattr(model, "vertices_")`` is False until it is fitted)."""
 
 
 class StreamModel:
@@ -71,6 +76,25 @@ class StreamModel:
             setattr(self, name, value)
         self._forget()
         return self
+
+    _estimator_type = None  # scikit-learn's role: "clusterer" for PACBO
+
+    def __sklearn_tags__(self):
+        """scikit-learn's estimator tags (scikit-learn calls this, so it is installed when it runs;
+        jaxstream itself never imports it): unsupervised, float input, allows NaN never."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+        return Tags(estimator_type=self._estimator_type, target_tags=TargetTags(required=False),
+                    transformer_tags=TransformerTags(preserves_dtype=["float32"]) if hasattr(self, "transform")
+                    else None,
+                    input_tags=InputTags(two_d_array=True, allow_nan=False))
+
+    def __getstate__(self) -> dict:
+        # the learner holds jitted closures; it is rebuilt (from the factory cache) on first use
+        return {k: v for k, v in self.__dict__.items() if k != "_learner_obj"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._learner_obj = None
 
     def __repr__(self) -> str:
         sig = inspect.signature(type(self).__init__)
@@ -116,10 +140,11 @@ class StreamModel:
         return jax.random.key(self.seed)
 
     def _as_rows(self, X, name: str = "X") -> np.ndarray:
+        refuse_sparse(X, name)
         X = np.asarray(X) if not isinstance(X, np.ndarray) else X
         if X.ndim == 1:
             raise ValueError(f"{name} must be 2-D (n, d); got a 1-D array of shape {X.shape}: pass one point "
-                             "to learn_one, or reshape to (1, d) / (n, 1)")
+                             "to learn_one, or Reshape your data to (1, d) for one point or (n, 1) for one feature")
         dim = getattr(self, "n_features_in_", None)
         X = np.asarray(check_points(X, name, dim=dim))
         return X
@@ -210,6 +235,10 @@ class StreamModel:
                              "for a batch)")
         return self.partial_fit(x[None])
 
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """`fit` on X (n, d), then `transform` of X (scikit-learn's ``fit_transform``)."""
+        return self.fit(X, y).transform(X)
+
     def predict_one(self, x):
         """`predict` of one point x (d,)."""
         return self._one(self.predict, x)
@@ -230,7 +259,8 @@ class StreamModel:
             need = ""
             if getattr(self, "_pending", None):
                 need = f" (it has {sum(len(p) for p in self._pending)} point(s) and needs more to start)"
-            raise RuntimeError(f"{type(self).__name__} has no summary yet{need}: call partial_fit / learn_one first")
+            raise NotFittedError(f"{type(self).__name__} has no summary yet{need}: call fit / partial_fit / "
+                                 "learn_one first")
         return self.state_
 
     def _points(self, X, name: str = "X") -> np.ndarray:

@@ -39,6 +39,8 @@ class PACBO(StreamModel):
       and ``seed`` for the PRNG key.
     """
 
+    _estimator_type = "clusterer"
+
     def __init__(self, radius: Optional[float] = None, *, max_clusters: int = 50, history_size: int = 256,
                  n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5, history_policy: str = "reservoir",
                  df: int = 3, estimate: str = "mean", lambda_scale: Optional[float] = None,
@@ -103,7 +105,8 @@ class PACBO(StreamModel):
         """(n, k̂) squared distance of each row of X (n, d) to each centre (in `labels_` order)."""
         X = self._points(X)
         c = self.cluster_centers_
-        return ((X[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1)
+        d2 = ((X[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1)
+        return d2.astype(np.asarray(self.state_.centers).dtype)  # the learner's float type, like predict
 
     def loss(self, X) -> np.ndarray:
         """(n,) squared distance of each row of X to the nearest centre."""
