@@ -808,11 +808,11 @@ def test_wrapper(monkeypatch):
 
 def test_wrapper_sklearn_conventions_and_score(monkeypatch):
     """The constructor lists every argument of landmark_mds (plus seed and reembed_every) and only stores
-    them (a bad value is refused when the model first learns); get_params / set_params / clone (sklearn's contract);
+    them (a bad value is refused when the model first learns); get_params / set_params / sklearn's clone;
     score is 1 − the normalised stress of X's embedding against X's distances (NumPy loop reference),
     also for precomputed distances."""
     import inspect
-    from _refs import sk_clone as clone
+    from sklearn.base import clone
     monkeypatch.setattr(_wrapper, "CHUNK", 8)
     X = clustered_stream(17, 50, d=3).astype(np.float32)
     args = set(inspect.signature(LM.landmark_mds).parameters) | {"seed", "reembed_every"}
