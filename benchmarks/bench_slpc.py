@@ -248,7 +248,9 @@ def moving(learner, args):
                             np.float64)
             r2.append(1 - d2.sum() / ((x - x.mean(0)) ** 2).sum())
         m, h = _ci(ratio)
-        mem = np.asarray(fin.memory)
+        # the memory in force: the user's (params.memory) unless automatic (NaN), then the state's
+        user = np.asarray(fin.params.memory)
+        mem = np.where(np.isnan(user), np.asarray(fin.memory), user)
         print(f"  {name}: loss/{ref_name} {m:.2f} ± {h:.2f} (max {ratio.max():.2f}; ≤ {target} in "
               f"{(ratio <= target).mean():.0%}) [target ≤ {target}]; final R² {np.mean(r2):.4f} (min {np.min(r2):.4f}); "
               f"segments {np.mean(np.asarray(fin.n_vertices) - 1):.1f}; memory at the end: unlimited in "
