@@ -16,9 +16,96 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+#: How far below sqrt(finfo(dtype).max) the largest accepted |x| lies (2**10): squared
+#: distances between points of up to 2**18 coordinates, and sums of many of them, stay finite.
+MAGNITUDE_MARGIN = 2.0 ** 10
+
+_NONFINITE_HINT = "drop them, or pass nonfinite='skip' to run_stream to mask them out"
+
+
+def magnitude_limit(dtype) -> float:
+    """The largest |x| that the learners accept in `dtype`: ``sqrt(finfo(dtype).max) / 2**10``.
+
+    Every learner works with squared distances, so a coordinate whose square
+    overflows the working dtype would turn summaries into inf or NaN. The
+    limit is about 1.8e16 in float32 and 1.3e151 in float64.
+    """
+    return float(np.sqrt(np.finfo(dtype).max)) / MAGNITUDE_MARGIN
+
+
+def spread_limit(dtype) -> float:
+    """The smallest non-zero spread of a batch that the learners accept in `dtype`:
+    ``sqrt(finfo(dtype).tiny) * 2**10`` (about 1.1e-16 in float32, 1.5e-151 in float64).
+
+    Below it, squared distances between the points underflow to zero (or to
+    subnormals, which XLA on CPU flushes to zero), so the points would look
+    identical to every learner.
+    """
+    return float(np.sqrt(np.finfo(dtype).tiny)) * MAGNITUDE_MARGIN
+
+
+def check_magnitude(x: np.ndarray, name: str = "x", dtype=None) -> None:
+    """The documented policy for values out of the working dtype's range: an error.
+
+    Two cases raise a `ValueError` naming what to do (rescale the data, or
+    compute in float64), instead of a summary that is silently inf, NaN or
+    degenerate:
+
+    * finite values beyond `magnitude_limit` (their squares overflow);
+    * a batch of points (n >= 2) whose spread (the largest range of a
+      column) is not zero but below `spread_limit` (their squared distances
+      underflow to zero).
+
+    Non-finite values are left to the caller's NaN/inf policy. A concrete
+    (n, d) array is read in two passes (column maxima and minima, NaN
+    ignored) when it is in range.
+
+    Args:
+      x: the (n, d) (or any-shaped) array.
+      name: name used in the error message.
+      dtype: the dtype it will be learned in (default: its own).
+
+    Raises:
+      ValueError: as above.
+    """
+    if x.size == 0 or x.dtype.kind != "f":
+        return
+    dtype = np.dtype(x.dtype if dtype is None else dtype)
+    lim = magnitude_limit(dtype)
+    rows = x.reshape(x.shape[0], -1) if x.ndim >= 1 else x.reshape(1, 1)
+    hi, lo = np.fmax.reduce(rows, axis=0), np.fmin.reduce(rows, axis=0)  # per column, NaN ignored
+    x64 = (" or compute in float64 (jax.config.update('jax_enable_x64', True); --float64 on the command line)"
+           if dtype != np.float64 else "")
+    with np.errstate(invalid="ignore", over="ignore"):
+        top = np.fmax(np.abs(hi), np.abs(lo))
+        if (top[np.isfinite(top)] > lim).any() or np.isinf(top).any():
+            big = np.isfinite(rows) & (np.abs(rows) > lim)
+            if big.any():
+                first = int(np.flatnonzero(big.any(axis=1))[0])
+                m = float(np.max(np.abs(rows[big])))
+                raise ValueError(
+                    f"{name} has {int(big.any(axis=1).sum())} row(s) with values beyond +-{lim:.3g} (first at "
+                    f"index {first}; largest |x| = {m:.3g}): the learners work with squared distances, which "
+                    f"overflow {dtype} there; rescale the data (e.g. divide it by "
+                    f"{10.0 ** np.floor(np.log10(m)):.0e}){x64}")
+        if rows.shape[0] < 2:
+            return
+        spread = np.fmax.reduce(hi - lo)
+    if np.isfinite(spread) and 0 < spread < spread_limit(dtype):
+        raise ValueError(
+            f"{name} spans only {float(spread):.3g} (the largest range of a column): squared distances between "
+            f"its points underflow {dtype} (below a spread of {spread_limit(dtype):.3g} they all look "
+            f"identical); rescale the data (e.g. multiply it by {10.0 ** -np.floor(np.log10(spread)):.0e}){x64}")
+
+
 def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 0,
-                 allow_nonfinite: bool = False) -> jnp.ndarray:
+                 allow_nonfinite: bool = False, nonfinite_hint: str = _NONFINITE_HINT) -> jnp.ndarray:
     """Validate a (n, d) array of points and return it as a JAX array.
+
+    Concrete inputs are checked for values: NaN/inf (unless
+    `allow_nonfinite`) and finite values too large for the working dtype
+    (`check_magnitude`: beyond ``sqrt(finfo.max)/2**10``, about 1.8e16 in
+    float32), which raise.
 
     Args:
       x: array-like of shape (n, d).
@@ -27,6 +114,7 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
       min_rows: smallest acceptable n.
       allow_nonfinite: when False, NaN or inf raise (only checked for concrete
         inputs).
+      nonfinite_hint: what the NaN/inf error advises (the caller's options).
 
     Returns:
       `x` as a floating JAX array of shape (n, d): float32/float64 inputs keep
@@ -35,7 +123,7 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
 
     Raises:
       ValueError: on a ragged, complex or non-numeric input, a wrong rank,
-        dimension, too few rows or non-finite values.
+        dimension, too few rows, non-finite values or values out of range.
     """
     if is_concrete(x):
         try:
@@ -68,9 +156,12 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
         bad = ~np.isfinite(np.asarray(x)).all(axis=1)
         if bad.any():
             idx = np.flatnonzero(bad)
-            raise ValueError(
-                f"{name} has {idx.size} row(s) with NaN or inf (first at index {idx[0]}); "
-                "drop them, or pass nonfinite='skip' to run_stream to mask them out")
+            raise ValueError(f"{name} has {idx.size} row(s) with NaN or inf (first at index {idx[0]}); "
+                             f"{nonfinite_hint}")
+    if is_concrete(x):
+        xn = np.asarray(x)
+        # checked against the dtype it will be learned in
+        check_magnitude(xn, name, np.float32 if xn.dtype == np.float64 and not jax.config.jax_enable_x64 else None)
     return jnp.asarray(x)
 
 

@@ -177,8 +177,17 @@ def arrays_of_any_shape(draw):
 @given(arrays_of_any_shape(), st.one_of(st.none(), st.integers(1, 4)), st.integers(0, 3))
 def test_check_points_accepts_exactly_the_valid_inputs(x, dim, min_rows):
     overflow = x.dtype == np.float64 and bool((np.isfinite(x) & (np.abs(x) > np.finfo(np.float32).max)).any())
+    # the learned dtype's range: squares must not overflow, squared distances must not underflow
+    learned = np.float64 if x.dtype == np.float64 and jax.config.jax_enable_x64 else np.float32
+    x64 = x.astype(np.float64)
+    fin = x64[np.isfinite(x64)]
+    too_big = bool((np.abs(fin) > np.sqrt(np.finfo(learned).max) / 1024).any())
+    too_small = False
+    if x.ndim == 2 and x.shape[0] >= 2 and x.shape[1] >= 1 and np.isfinite(x64).all():
+        spread = float((x64.max(0) - x64.min(0)).max())
+        too_small = 0 < spread < np.sqrt(np.finfo(learned).tiny) * 1024
     valid = (x.ndim == 2 and x.shape[1] >= 1 and (dim is None or x.shape[1] == dim)
-             and x.shape[0] >= min_rows and not overflow
+             and x.shape[0] >= min_rows and not overflow and not too_big and not too_small
              and (not np.issubdtype(x.dtype, np.floating) or bool(np.isfinite(x).all())))
     if not valid:
         with pytest.raises(ValueError) as exc:
