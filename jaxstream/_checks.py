@@ -6,6 +6,9 @@ follow the documented policies of `run_stream` instead.
 """
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -178,3 +181,115 @@ def check_capacity(value: int, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return int(value)
+
+
+class Range(NamedTuple):
+    """The valid values of one numeric hyper-parameter.
+
+    Attributes:
+      lo, hi: the bounds.
+      lo_open, hi_open: whether the bound itself is excluded.
+      nan_ok: NaN is a valid value (it means "automatic").
+      what: a few words saying what the parameter is, for error messages.
+      integer: the value must be a whole number.
+    """
+
+    lo: float
+    hi: float = math.inf
+    lo_open: bool = False
+    hi_open: bool = True
+    nan_ok: bool = False
+    what: str = ""
+    integer: bool = False
+
+    def describe(self) -> str:
+        """The range in words, e.g. ``"> 0 and finite"`` or ``"NaN (automatic) or in [1, inf]"``."""
+        if self.hi == math.inf:
+            core = f"{'>' if self.lo_open else '>='} {self.lo:g}" + (" and finite" if self.hi_open else " (inf allowed)")
+        else:
+            core = f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+        if self.integer:
+            core = "a whole number " + core
+        return f"NaN (automatic) or {core}" if self.nan_ok else core
+
+    def ok(self, v: np.ndarray) -> np.ndarray:
+        """Elementwise: which values are valid."""
+        v = np.asarray(v, np.float64)
+        with np.errstate(invalid="ignore"):
+            good = (v > self.lo) if self.lo_open else (v >= self.lo)
+            good &= (v < self.hi) if self.hi_open else (v <= self.hi)
+            if self.integer:
+                good &= np.floor(v) == v
+        return good | (np.isnan(v) & self.nan_ok)
+
+
+_POS = dict(lo=0.0, lo_open=True)
+INF = math.inf
+
+#: The valid range of every numeric hyper-parameter, by learner name (``config.name``).
+PARAM_RANGES = {
+    "slpc": {
+        "delta": Range(1e-6, what="the lattice spacing in standardised units (vertex coordinates are "
+                                  "int32 multiples of it)"),
+        "R": Range(0.0, what="the theory's radius (0: automatic)"),
+        "L": Range(0.0, what="the largest length of a line (0: automatic)"),
+        "h_scale": Range(**_POS, what="the multiplier of the segment price"),
+        "length_scale": Range(0.0, what="the multiplier of the length price"),
+        "eta_scale": Range(**_POS, what="the multiplier of eta_t"),
+        "z_scale": Range(0.0, what="the multiplier of the perturbations"),
+        "epsilon": Range(0.0, 1.0, hi_open=False, what="the exploration probability"),
+        "outlier_scale": Range(**_POS, hi_open=False, what="the cap on one point's loss, in noise variances"),
+        "memory": Range(1.0, hi_open=False, nan_ok=True, what="the forgetting time scale in rounds"),
+    },
+    "pacbo": {
+        "radius": Range(**_POS, nan_ok=True, what="the bound R on ||x|| (None/NaN: learned)"),
+        "lambda_scale": Range(**_POS, what="the multiplier of lambda_t"),
+        "lambda_power": Range(0.0, what="the power of n in lambda_t"),
+        "lambda2_scale": Range(**_POS, what="the multiplier of lambda_2"),
+        "prior_scale": Range(**_POS, what="the prior ball's radius in units of R"),
+        "price_scale": Range(0.0, what="the price of a centre"),
+        "log_n_weight": Range(0.0, what="the log n weight of the prior rate"),
+        "noise_scale": Range(**_POS, nan_ok=True, what="the noise scale sigma (None/NaN: estimated)"),
+        "proposal_scale": Range(**_POS, what="the initial multiplier of the proposal scales"),
+        "scale_spread": Range(1.0, what="the ratio between the two proposal scales"),
+        "adapt_rate": Range(0.0, what="the adaptation step of the proposal scale"),
+        "stay_prob": Range(0.0, 1.0, hi_open=False, what="the probability of a proposal from the current k"),
+    },
+    "landmark_mds": {
+        "eps0": Range(0.0, what="the initial threshold epsilon"),
+        "min_support": Range(0.0, integer=True, what="the noise-robust replacement's support m"),
+        "density_shift": Range(0.0, 1.0, hi_open=False, what="the density shift c"),
+    },
+}
+
+
+def check_params(learner: str, params) -> None:
+    """Check a learner's numeric hyper-parameters against `PARAM_RANGES` where they are concrete.
+
+    Args:
+      learner: the learner's name (``config.name``: "slpc", "pacbo", "landmark_mds").
+      params: its params NamedTuple (or a dict name: value). Traced values
+        (inside `jit`/`vmap`) are not checked: nothing can raise on them.
+        Arrays (a grid of values to vmap over) are checked elementwise.
+
+    Raises:
+      ValueError: naming the parameter, its value and its valid range.
+    """
+    ranges = PARAM_RANGES.get(learner)
+    if ranges is None or params is None:
+        return
+    items = params.items() if isinstance(params, dict) else params._asdict().items()
+    for name, value in items:
+        rng = ranges.get(name)
+        if rng is None or value is None or not is_concrete(value):
+            continue
+        try:
+            v = np.asarray(value, np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{learner}: {name} must be a number ({rng.what}); got {value!r:.60}") from None
+        bad = ~rng.ok(v)
+        if bad.any():
+            shown = v if v.ndim == 0 else v[bad].ravel()[0]
+            where = "" if v.ndim == 0 else f" (in an array of shape {v.shape})"
+            raise ValueError(f"{learner}: {name} must be {rng.describe()} ({rng.what}); got "
+                             f"{float(shown)!r}{where}")

@@ -58,6 +58,8 @@ def read_csv_blocks(path, block_rows: int = 65536, *, delimiter: str = ",", skip
       columns: indices of the columns to keep (default: all).
     """
     import itertools
+    first_line = skip_header + 1
+    width = None
     with open(path) as f:
         for _ in range(skip_header):
             next(f, None)
@@ -65,7 +67,17 @@ def read_csv_blocks(path, block_rows: int = 65536, *, delimiter: str = ",", skip
             lines = list(itertools.islice(f, block_rows))
             if not lines:
                 return
-            block = np.loadtxt(lines, delimiter=delimiter, usecols=columns, ndmin=2)
+            try:
+                block = np.loadtxt(lines, delimiter=delimiter, usecols=columns, ndmin=2)
+            except ValueError as e:
+                raise ValueError(f"{path}, lines {first_line}-{first_line + len(lines) - 1}: {e}") from None
+            if columns is None and block.size:
+                if width is None:
+                    width = block.shape[1]
+                elif block.shape[1] != width:
+                    raise ValueError(f"{path}: the rows from line {first_line} on have {block.shape[1]} cells; the "
+                                     f"first rows have {width}")
+            first_line += len(lines)
             yield block
 
 

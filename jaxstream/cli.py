@@ -69,7 +69,9 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
 
     Raises:
       InputError: empty file, no data rows, unknown columns, no numeric
-        column, text in a numeric column, or a row with too few cells.
+        column, text in a numeric column, a row with too few cells for the
+        columns used, or a row with more cells than the header (empty
+        trailing cells, as a trailing comma gives, are allowed).
     """
     with open(path, "r", encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
@@ -107,6 +109,10 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
     for i, (row, line) in enumerate(zip(rows, lines)):
         if len(row) < len(header) and max(use) >= len(row):
             raise InputError(f"{path} line {line} has {len(row)} cells; the header has {len(header)}")
+        extra = [c.strip() for c in row[len(header):] if c.strip() != ""]
+        if extra:  # a value without a column: the row is misaligned or the header is short
+            raise InputError(f"{path} line {line} has {len(row)} cells; the header has {len(header)} (extra value "
+                             f"{extra[0]!r}): fix the row or add a column to the header")
         for k, j in enumerate(use):
             v = _parse_float(row[j])
             if v is None:
@@ -272,8 +278,9 @@ def run_curve(args) -> dict:
               delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale,
               memory=args.memory)
     kw = {k: v for k, v in kw.items() if v is not None}
-    if "history_size" in kw:
-        kw["history_size"] = max(kw["history_size"], t0)
+    if kw.get("history_size", t0) < t0:
+        raise InputError(f"--history-size {kw['history_size']} cannot hold the t0={t0} initial points: pass "
+                         f"--history-size >= {t0} (or a smaller --t0)")
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     xs = xs.astype(dtype)
     start = time.perf_counter()

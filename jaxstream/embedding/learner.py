@@ -436,7 +436,10 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
       ``loss`` the squared distance to the nearest landmark.
 
     Raises:
-      TypeError, ValueError: bad capacities, metric or distance matrix.
+      TypeError, ValueError: bad capacities, metric or distance matrix, or a
+        numeric parameter out of its range (checked when concrete, here and
+        by ``init(..., params)``): eps0 ≥ 0 and finite, min_support a whole
+        number ≥ 0, density_shift in [0, 1].
     """
     config = make_config(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
                          embed_arrivals, weighted)
