@@ -297,7 +297,14 @@ def run_stream(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
     Args:
       learner: a `StreamLearner`.
       key: PRNG key.
-      xs: stream of shape (T, d).
+      xs: stream of shape (T, d). Concrete values are checked on the host
+        (`jaxstream._checks.check_points`): NaN/inf follow `nonfinite`;
+        finite values whose squares would overflow the working dtype
+        (|x| > ``magnitude_limit``, about 1.8e16 in float32) raise, as does a
+        stream whose spread is so small that squared distances underflow
+        (``spread_limit``, about 1.1e-16 in float32). Each row is learned in
+        the state's dtype (fixed by ``init``): a float64 stream after a
+        float32 ``init`` is cast to float32.
       state: the learner's state (from ``learner.init``).
       mask: optional bool (T,); False rows are skipped (state unchanged, trace
         entries zero). Use it for ragged streams padded to a common length.

@@ -260,10 +260,13 @@ def init(key, x_init, params: Params, config: Config = Config()) -> State:
 
 
 def update(key, state: State, x, config: Config = Config()) -> tuple[State, Info]:
-    """Learn one point x (p,): ``(new_state, info)`` (`key` unused: the algorithm is deterministic)."""
+    """Learn one point x (p,): ``(new_state, info)`` (`key` unused: the algorithm is deterministic).
+
+    x is cast to the state's dtype (fixed by `init`), as every learner does:
+    a float64 stream after a float32 `init` is learned in float32."""
     del key
     check_point(x, state.points.shape[1])
-    return step(state, x, config)
+    return step(state, jnp.asarray(x).astype(state.points.dtype), config)
 
 
 def build_update(config: Config):
