@@ -90,7 +90,7 @@ def check_magnitude(x: np.ndarray, name: str = "x", dtype=None) -> None:
                     f"{name} has {int(big.any(axis=1).sum())} row(s) with values beyond +-{lim:.3g} (first at "
                     f"index {first}; largest |x| = {m:.3g}): the learners work with squared distances, which "
                     f"overflow {dtype} there; rescale the data (e.g. divide it by "
-                    f"{10.0 ** np.floor(np.log10(m)):.0e}){x64}")
+                    f"{10.0 ** math.floor(math.log10(m)):.0e}){x64}")
         if rows.shape[0] < 2:
             return
         spread = np.fmax.reduce(hi - lo)
@@ -98,7 +98,7 @@ def check_magnitude(x: np.ndarray, name: str = "x", dtype=None) -> None:
         raise ValueError(
             f"{name} spans only {float(spread):.3g} (the largest range of a column): squared distances between "
             f"its points underflow {dtype} (below a spread of {spread_limit(dtype):.3g} they all look "
-            f"identical); rescale the data (e.g. multiply it by {10.0 ** -np.floor(np.log10(spread)):.0e}){x64}")
+            f"identical); rescale the data (e.g. multiply it by {10.0 ** -math.floor(math.log10(float(spread))):.0e}){x64}")
 
 
 def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 0,
@@ -212,12 +212,16 @@ class Range(NamedTuple):
             core = "a whole number " + core
         return f"NaN (automatic) or {core}" if self.nan_ok else core
 
-    def ok(self, v: np.ndarray) -> np.ndarray:
-        """Elementwise: which values are valid."""
-        v = np.asarray(v, np.float64)
-        with np.errstate(invalid="ignore"):
-            good = (v > self.lo) if self.lo_open else (v >= self.lo)
-            good &= (v < self.hi) if self.hi_open else (v <= self.hi)
+    def ok(self, v) -> np.ndarray:
+        """Elementwise: which values are valid (bounds rounded to v's float dtype, so that
+        ``float32(1e-6)`` passes ``>= 1e-6``)."""
+        v = np.asarray(v)
+        dt = v.dtype if v.dtype.kind == "f" else np.dtype(np.float64)
+        v = v.astype(dt)
+        lo, hi = dt.type(self.lo), dt.type(self.hi)
+        with np.errstate(invalid="ignore", over="ignore"):
+            good = (v > lo) if self.lo_open else (v >= lo)
+            good &= (v < hi) if self.hi_open else (v <= hi)
             if self.integer:
                 good &= np.floor(v) == v
         return good | (np.isnan(v) & self.nan_ok)
@@ -284,7 +288,9 @@ def check_params(learner: str, params) -> None:
         if rng is None or value is None or not is_concrete(value):
             continue
         try:
-            v = np.asarray(value, np.float64)
+            v = np.asarray(value)
+            if v.dtype.kind not in "biuf":
+                raise TypeError
         except (TypeError, ValueError):
             raise ValueError(f"{learner}: {name} must be a number ({rng.what}); got {value!r:.60}") from None
         bad = ~rng.ok(v)
