@@ -745,7 +745,7 @@ def main(argv=None) -> int:
         jax.config.update("jax_enable_x64", True)
     try:
         COMMANDS[args.command](args)
-    except (InputError, ValueError, OSError) as e:
+    except (InputError, ValueError, OSError, FloatingPointError) as e:
         if os.environ.get("JAXSTREAM_DEBUG"):
             raise
         msg = " ".join(str(e).split()) or type(e).__name__
