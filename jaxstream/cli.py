@@ -11,8 +11,11 @@ a header row, or a ``.npy`` array of shape (n, d)) and ``--columns``. The
 rows are the stream, in file order. It prints its figures and writes a PNG.
 
 Bad input (a missing or empty file, unknown columns, text in a numeric
-column, rows with missing/NaN/inf values) is reported as one line on stderr
-with exit status 2; ``JAXSTREAM_DEBUG=1`` shows the traceback instead.
+column, a row with more cells than the header, rows with missing/NaN/inf
+values, values too large or too tiny for the working dtype, options that
+contradict each other such as ``--history-size`` below ``--t0``) is reported
+as one line on stderr with exit status 2; ``JAXSTREAM_DEBUG=1`` shows the
+traceback instead.
 """
 from __future__ import annotations
 
