@@ -242,7 +242,7 @@ def _resume(path, learner, key, keep_losses, chunk_size):
     if keep_losses:
         losses = arrays.get("losses")
         legacy = f"{path}.losses.npy"
-        if losses is None and os.path.exists(legacy):  # written by jaxstream <= 0.x beside the checkpoint
+        if losses is None and os.path.exists(legacy):  # a checkpoint from before the losses moved into it
             losses = np.load(legacy, allow_pickle=False)
         if losses is None or losses.ndim != 1 or losses.shape[0] != n_done:
             got = "none" if losses is None else f"{losses.shape[0] if losses.ndim == 1 else losses.shape}"
@@ -265,8 +265,11 @@ def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chu
     if kept is not None:
         kept[:] = [np.concatenate(kept)[:n_done]] if kept else []
     losses = (kept[0] if kept else np.zeros(0)) if kept is not None else None
-    err.jaxstream_state = state
-    err.jaxstream_result = ChunkedResult(n_valid, total, losses, time.perf_counter() - start)
+    try:
+        err.jaxstream_state = state
+        err.jaxstream_result = ChunkedResult(n_valid, total, losses, time.perf_counter() - start)
+    except AttributeError:  # an exception type that takes no attributes: the note and the checkpoint remain
+        pass
     where = ""
     if checkpoint is not None:
         if n_done != saved_at and not saving:
