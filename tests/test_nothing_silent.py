@@ -454,3 +454,23 @@ def test_fuzz_params_and_magnitudes_clear_error_or_finite(data):
     assert np.isfinite(losses).all() and (losses >= 0).all(), (name, kw, log_scale, losses)
     leaves = jax.tree_util.tree_leaves(state._replace(params=None))
     assert not any(np.isnan(np.asarray(a)).any() for a in leaves if np.asarray(a).dtype.kind == "f"), (name, kw)
+
+
+def test_kept_losses_of_an_older_checkpoint_beside_it_are_read_or_clearly_refused(tmp_path):
+    """Checkpoints written before the losses moved into the file kept them in ``<ckpt>.losses.npy``."""
+    L = _mean_learner()
+    key = jax.random.key(0)
+    s0 = L.init(key, X[:4])
+    ref_state, ref_losses = js.run_stream(L, key, X, s0)
+    ckpt = tmp_path / "old.ckpt"
+    js.run_stream_chunked(L, key, X[:48], s0, chunk_size=16, checkpoint=ckpt, keep_losses=True)
+    state, meta, arrays = checkpoint.load_with_arrays(ckpt, L)
+    assert meta["n_done"] == 48 and arrays["losses"].shape == (48,)
+    checkpoint.save(ckpt, L, state, metadata=meta)  # the old layout: no losses inside
+    np.save(f"{ckpt}.losses.npy", arrays["losses"][:32])  # ... and a sidecar that does not match
+    with pytest.raises(ValueError, match="holds the state after 48 rows but losses for 32"):
+        js.run_stream_chunked(L, key, X, s0, chunk_size=16, checkpoint=ckpt, resume=True, keep_losses=True)
+    np.save(f"{ckpt}.losses.npy", arrays["losses"])
+    st, res = js.run_stream_chunked(L, key, X, s0, chunk_size=16, checkpoint=ckpt, resume=True, keep_losses=True)
+    chex.assert_trees_all_equal(st, ref_state)
+    np.testing.assert_array_equal(res.losses, np.asarray(ref_losses))
