@@ -266,7 +266,9 @@ PARAM_RANGES = {
     "pacbo": {
         "radius": Range(**_POS, nan_ok=True, what="the bound R on ||x|| (None/NaN: learned)"),
         "lambda_scale": Range(**_POS, what="the multiplier of lambda_t"),
-        "lambda_power": Range(0.0, what="the power of n in lambda_t"),
+        "lambda_power": Range(0.0, 1.0, hi_open=False,
+                              what="the power of n in lambda_t (theory: 0.5; larger powers make "
+                                   "R*sigma*n**power overflow float32 and lambda_t 0)"),
         "lambda2_scale": Range(**_POS, what="the multiplier of lambda_2"),
         "prior_scale": Range(**_POS, what="the prior ball's radius in units of R"),
         "price_scale": Range(0.0, what="the price of a centre"),
@@ -315,5 +317,7 @@ def check_params(learner: str, params) -> None:
         if bad.any():
             shown = v if v.ndim == 0 else v[bad].ravel()[0]
             where = "" if v.ndim == 0 else f" (in an array of shape {v.shape})"
+            if v.dtype.kind == "f" and v.dtype != np.float64:
+                where += f" (as {v.dtype}, the learner's dtype)"
             raise ValueError(f"{learner}: {name} must be {rng.describe()} ({rng.what}); got "
                              f"{float(shown)!r}{where}")
