@@ -58,6 +58,8 @@ def read_csv_blocks(path, block_rows: int = 65536, *, delimiter: str = ",", skip
       columns: indices of the columns to keep (default: all).
     """
     import itertools
+    first_line = skip_header + 1
+    width = None
     with open(path) as f:
         for _ in range(skip_header):
             next(f, None)
@@ -65,7 +67,17 @@ def read_csv_blocks(path, block_rows: int = 65536, *, delimiter: str = ",", skip
             lines = list(itertools.islice(f, block_rows))
             if not lines:
                 return
-            block = np.loadtxt(lines, delimiter=delimiter, usecols=columns, ndmin=2)
+            try:
+                block = np.loadtxt(lines, delimiter=delimiter, usecols=columns, ndmin=2)
+            except ValueError as e:
+                raise ValueError(f"{path}, lines {first_line}-{first_line + len(lines) - 1}: {e}") from None
+            if columns is None and block.size:
+                if width is None:
+                    width = block.shape[1]
+                elif block.shape[1] != width:
+                    raise ValueError(f"{path}: the rows from line {first_line} on have {block.shape[1]} cells; the "
+                                     f"first rows have {width}")
+            first_line += len(lines)
             yield block
 
 
@@ -89,17 +101,35 @@ def _source(xs, chunk_size):
 
 
 def _iter_chunks(xs, chunk_size, skip: int = 0):
-    """Chunks of exactly chunk_size rows (the last one shorter), after `skip` rows."""
+    """Chunks of exactly chunk_size rows (the last one shorter), after `skip` rows.
+
+    Raises:
+      ValueError: the stream ends before row `skip` (a resume on a shorter
+        stream than the checkpoint's), or a block's dimension differs from
+        the first block's.
+    """
     if isinstance(xs, (np.ndarray, jax.Array)):
+        if skip > xs.shape[0]:
+            raise ValueError(f"the stream has {xs.shape[0]} rows but the checkpoint has already learned {skip}: "
+                             "resume with the stream the checkpoint was written for")
         for i in range(skip, xs.shape[0], chunk_size):
             yield np.asarray(xs[i:i + chunk_size])
         return
     buf = []
     n = 0
+    seen = 0
+    dim = None
     for block in xs:
         block = np.asarray(block)
         if block.ndim == 1:
             block = block[None]
+        if block.ndim == 2:
+            if dim is None:
+                dim = block.shape[1]
+            elif block.shape[1] != dim:
+                raise ValueError(f"the block starting at row {seen} has {block.shape[1]} columns; the stream's "
+                                 f"first block has {dim}: every block must have the same dimension")
+        seen += block.shape[0] if block.ndim else 0
         if skip:
             drop = min(skip, block.shape[0])
             block, skip = block[drop:], skip - drop
@@ -111,7 +141,8 @@ def _iter_chunks(xs, chunk_size, skip: int = 0):
             rest = cat[chunk_size:]
             buf, n = ([rest] if rest.shape[0] else []), rest.shape[0]
     if skip:
-        raise ValueError(f"the stream ended {skip} rows before the checkpoint's position")
+        raise ValueError(f"the stream ended {skip} rows before the checkpoint's position: resume with the stream "
+                         "the checkpoint was written for")
     if n:
         yield np.concatenate(buf)
 
@@ -181,19 +212,80 @@ class _Progress:
 
 
 def _save_checkpoint(path, learner, state, key, n_done, n_valid, total, kept, chunk_size):
+    """One atomic file: the state, the progress (metadata) and, with kept losses, the losses so far
+    (`checkpoint.save`'s ``arrays``), so a kill at any instant leaves the previous or the next set."""
     from . import checkpoint
-    if kept is not None:  # the losses so far, beside the checkpoint, written first and atomically
-        tmp = f"{path}.losses.tmp.npy"
-        np.save(tmp, np.concatenate(kept) if kept else np.zeros(0, np.float32))
-        os.replace(tmp, f"{path}.losses.npy")
     meta = dict(n_done=n_done, n_valid=n_valid, cumulative_loss=total, key=_key_fingerprint(key),
                 keep_losses=kept is not None, chunk_size=chunk_size)
-    checkpoint.save(path, learner, state, metadata=meta, allow_missing_config=learner.config is None)
+    arrays = None
+    if kept is not None:
+        arrays = dict(losses=np.concatenate(kept) if kept else np.zeros(0, np.float32))
+    checkpoint.save(path, learner, state, metadata=meta, arrays=arrays, allow_missing_config=learner.config is None)
+
+
+def _resume(path, learner, key, keep_losses, chunk_size):
+    """``(state, n_done, n_valid, total, kept)`` from a checkpoint written by `run_stream_chunked`."""
+    from . import checkpoint as ckpt
+    state, meta, arrays = ckpt.load_with_arrays(path, learner, allow_missing_config=learner.config is None)
+    if "n_done" not in meta or "key" not in meta:
+        raise ValueError(f"{path} is a jaxstream checkpoint but not one written by run_stream_chunked "
+                         "(its metadata has no progress)")
+    if meta.get("key") != _key_fingerprint(key):
+        raise ValueError(f"{path} was written for another key")
+    if meta.get("keep_losses") != keep_losses:
+        raise ValueError(f"{path} was written with keep_losses={meta.get('keep_losses')}")
+    if meta.get("chunk_size") != chunk_size:
+        raise ValueError(f"{path} was written with chunk_size={meta.get('chunk_size')}: resume with "
+                         "the same chunk size")
+    n_done, n_valid, total = int(meta["n_done"]), int(meta["n_valid"]), float(meta["cumulative_loss"])
+    kept = None
+    if keep_losses:
+        losses = arrays.get("losses")
+        legacy = f"{path}.losses.npy"
+        if losses is None and os.path.exists(legacy):  # a checkpoint from before the losses moved into it
+            losses = np.load(legacy, allow_pickle=False)
+        if losses is None or losses.ndim != 1 or losses.shape[0] != n_done:
+            got = "none" if losses is None else f"{losses.shape[0] if losses.ndim == 1 else losses.shape}"
+            raise ValueError(f"{path} holds the state after {n_done} rows but losses for {got}; the kept losses "
+                             "cannot be restored: resume with keep_losses=False or start again")
+        kept = [np.asarray(losses)]
+    return state, n_done, n_valid, total, kept
 
 
 def _key_fingerprint(key) -> list:
     kd, _ = _key_parts(key)
     return np.asarray(kd).ravel().tolist()
+
+
+def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint, saved_at,
+                     saving, start):
+    """On an error mid-stream (the source raised, a chunk was refused, a callback or Ctrl-C): save the
+    progress so far to the checkpoint (when there is one and it is behind) and attach it to the error,
+    so nothing learned is lost and the caller knows exactly how far the run got."""
+    if kept is not None:
+        kept[:] = [np.concatenate(kept)[:n_done]] if kept else []
+    losses = (kept[0] if kept else np.zeros(0)) if kept is not None else None
+    try:
+        err.jaxstream_state = state
+        err.jaxstream_result = ChunkedResult(n_valid, total, losses, time.perf_counter() - start)
+    except AttributeError:  # an exception type that takes no attributes: the note and the checkpoint remain
+        pass
+    where = ""
+    if checkpoint is not None:
+        if n_done != saved_at and not saving:
+            try:
+                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
+                saved_at = n_done
+            except Exception as save_err:  # the original error matters more
+                where = f"; saving that state to {checkpoint} failed too ({save_err})"
+        if saved_at == n_done:
+            where = f"; that state is in {checkpoint} (run again with resume=True to go on)"
+        elif not where:
+            where = f"; {checkpoint} holds the state after {saved_at} rows"
+    note = (f"run_stream_chunked: {n_done} row(s) of the stream were learned before this error{where}; the "
+            "state after them is attached as err.jaxstream_state and the totals as err.jaxstream_result")
+    if hasattr(err, "add_note"):
+        err.add_note(note)
 
 
 def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
@@ -230,21 +322,39 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
         the length is known: arrays and ``.npy`` files).
       prefetch: chunks read ahead by the reader thread (0: read in the main
         thread, no overlap).
-      checkpoint: a file to save the state to every `checkpoint_every` chunks
-        and at the end (`jaxstream.checkpoint.save`, atomic: a kill leaves the
-        previous checkpoint intact). With ``keep_losses=True`` the losses so
-        far go to ``<checkpoint>.losses.npy``.
+      checkpoint: a file to save the state to every `checkpoint_every` chunks,
+        at the end, and when the run stops on an error
+        (`jaxstream.checkpoint.save`). One file holds the whole set: the
+        state, the progress (rows done, cumulative loss, key, chunk size) and,
+        with ``keep_losses=True``, the losses so far; it is replaced
+        atomically, so a kill at any instant (inside a save too) leaves the
+        previous or the next checkpoint, never a mix. Temporary files left
+        by a killed save are deleted when a run starts.
       checkpoint_every: chunks between checkpoints.
       resume: when `checkpoint` exists, start from it: load the state, skip
         the rows it has already learned and go on; the result equals one
         uninterrupted call bit for bit. The checkpoint must come from the same
-        learner configuration, key, chunk size and `keep_losses`
-        (ValueError otherwise); `state` is then ignored.
+        learner configuration, key, chunk size and `keep_losses`, and the
+        stream must be at least as long as what it has learned (ValueError
+        otherwise); `state` is then ignored.
       on_chunk: optional callback ``(n_done, state, chunk_losses)`` after each
         chunk (e.g. to log).
 
     Returns:
       ``(final_state, ChunkedResult)``.
+
+    Raises:
+      ValueError: bad arguments, a chunk with non-finite rows (with
+        ``nonfinite="raise"``) or values out of range (`check_points`), a
+        checkpoint that does not match, or a stream shorter than the
+        checkpoint's position.
+
+    Whatever stops the run after it started (the source iterator raising, a
+    refused chunk, `on_chunk`, Ctrl-C), the error is re-raised with what was
+    learned before it: ``err.jaxstream_state`` (the state after the last
+    complete chunk), ``err.jaxstream_result`` (a `ChunkedResult` of the rows
+    learned) and a note saying how many rows that is; with `checkpoint`,
+    that state is saved first, so ``resume=True`` goes on from there.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
@@ -259,21 +369,12 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
     start = time.perf_counter()
     n_done, n_valid, total = 0, 0, 0.0
     kept = [] if keep_losses else None
-    if resume and os.path.exists(checkpoint):
+    if checkpoint is not None:
         from . import checkpoint as ckpt
-        state, meta = ckpt.load(checkpoint, learner, allow_missing_config=learner.config is None)
-        if meta.get("key") != _key_fingerprint(key):
-            raise ValueError(f"{checkpoint} was written for another key")
-        if meta.get("keep_losses") != keep_losses:
-            raise ValueError(f"{checkpoint} was written with keep_losses={meta.get('keep_losses')}")
-        if meta.get("chunk_size") != chunk_size:
-            raise ValueError(f"{checkpoint} was written with chunk_size={meta.get('chunk_size')}: resume with "
-                             "the same chunk size")
-        n_done, n_valid, total = int(meta["n_done"]), int(meta["n_valid"]), float(meta["cumulative_loss"])
-        if keep_losses:
-            kept = [np.load(f"{checkpoint}.losses.npy")]
-            if kept[0].shape[0] != n_done:
-                raise ValueError(f"{checkpoint}.losses.npy does not match the checkpoint")
+        ckpt.remove_stale_temporaries(checkpoint)  # left by a process killed inside a save
+    if resume and os.path.exists(checkpoint):
+        state, n_done, n_valid, total, kept = _resume(checkpoint, learner, key, keep_losses, chunk_size)
+    saved_at = n_done
 
     def prepared():
         offset = n_done
@@ -294,31 +395,38 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
     chunks = _Prefetcher(prepared(), prefetch) if prefetch > 0 else prepared()
     bar = _Progress(_n_rows(xs), n_done) if progress else None
     n_chunks = 0
+    saving = False
     try:
         for chunk, valid, n in chunks:
             if valid is None:
-                state, losses = run_full(key, chunk, state, None, n_done)
+                new_state, losses = run_full(key, chunk, state, None, n_done)
             else:
-                state, losses = run_masked(key, chunk, state, valid, n_done)
+                new_state, losses = run_masked(key, chunk, state, valid, n_done)
             losses = np.asarray(losses)[:n]  # waits for this chunk; the reader is already on the next
-            total += float(losses.astype(np.float64).sum())
+            new_total = total + float(losses.astype(np.float64).sum())
+            new_valid = n_valid + (n if valid is None else int(valid[:n].sum()))
             if keep_losses:
-                kept.append(losses)
-            n_done += n
-            n_valid += n if valid is None else int(valid[:n].sum())
-            n_chunks += 1
+                kept.append(losses)  # trimmed to n_done should an interrupt fall before the next line
+            # the run's progress moves in one statement, once the chunk is complete
+            state, n_done, n_chunks, total, n_valid = new_state, n_done + n, n_chunks + 1, new_total, new_valid
             if checkpoint is not None and n_chunks % checkpoint_every == 0:
+                saving = True
                 _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
+                saving, saved_at = False, n_done
             if on_chunk is not None:
                 on_chunk(n_done, state, losses)
             if bar is not None:
                 bar.update(n_done, total)
+    except BaseException as e:
+        _attach_progress(e, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint,
+                         saved_at, saving, start)
+        raise
     finally:
         if isinstance(chunks, _Prefetcher):
             chunks.close()
         if bar is not None:
             bar.close()
-    if checkpoint is not None and n_chunks % checkpoint_every:
+    if checkpoint is not None and n_done != saved_at or (checkpoint is not None and not os.path.exists(checkpoint)):
         _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
     losses = np.concatenate(kept) if keep_losses and kept else (np.zeros(0) if keep_losses else None)
     return state, ChunkedResult(n_valid, total, losses, time.perf_counter() - start)

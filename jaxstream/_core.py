@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import check_points, is_concrete
+from ._checks import PARAM_RANGES, check_params, check_points, is_concrete
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -97,10 +97,39 @@ def _hashable_kwargs(kwargs: dict):
     return tuple(items)
 
 
+def _learner_name(config) -> Optional[str]:
+    if isinstance(config, dict):
+        return config.get("learner")
+    return getattr(type(config), "name", None)
+
+
+def _validated_build(build, config, default_params, kwargs: dict) -> "StreamLearner":
+    """``build(config, default_params(**kwargs))`` with the params checked against their ranges
+    (`jaxstream._checks.PARAM_RANGES`), and an `init` that checks params given to it too."""
+    name = _learner_name(config)
+    check_params(name, kwargs)  # as given (before a cast, e.g. of an int parameter)
+    params = default_params(**kwargs)
+    check_params(name, params)
+    learner = build(config, params)
+    if name in PARAM_RANGES:
+        learner = learner._replace(init=_checked_init(learner.init, name))
+    return learner
+
+
+def _checked_init(init, name: str):
+    @functools.wraps(init)
+    def init_(key, x_init, params=None):
+        if params is not None:
+            check_params(name, params)
+        return init(key, x_init, params)
+
+    return init_
+
+
 @functools.lru_cache(maxsize=256)
 def _cached_build(build, config, default_params, items, x64: bool):
     del x64  # part of the key: default params take JAX's default float
-    return build(config, default_params(**dict(items)))
+    return _validated_build(build, config, default_params, dict(items))
 
 
 def cached_learner(build: Callable, config, default_params: Callable, param_kwargs: dict) -> "StreamLearner":
@@ -111,10 +140,16 @@ def cached_learner(build: Callable, config, default_params: Callable, param_kwar
     programs, cached by function) are reused. Numeric arguments that are not
     plain scalars (arrays) build a new learner each time; its `update` is
     still the configuration's cached kernel.
+
+    The numeric parameters are checked against their valid ranges
+    (`jaxstream._checks.PARAM_RANGES`, by ``config.name``) where they are
+    concrete, here and in the learner's `init` when it is given params: a
+    `ValueError` names the parameter and its range. Nothing is checked inside
+    the compiled `update` (no cost per round).
     """
     items = _hashable_kwargs(param_kwargs)
     if items is None:
-        return build(config, default_params(**param_kwargs))
+        return _validated_build(build, config, default_params, param_kwargs)
     return _cached_build(build, config, default_params, items, bool(jax.config.jax_enable_x64))
 
 
@@ -262,7 +297,14 @@ def run_stream(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
     Args:
       learner: a `StreamLearner`.
       key: PRNG key.
-      xs: stream of shape (T, d).
+      xs: stream of shape (T, d). Concrete values are checked on the host
+        (`jaxstream._checks.check_points`): NaN/inf follow `nonfinite`;
+        finite values whose squares would overflow the working dtype
+        (|x| > ``magnitude_limit``, about 1.8e16 in float32) raise, as does a
+        stream whose spread is so small that squared distances underflow
+        (``spread_limit``, about 1.1e-16 in float32). Each row is learned in
+        the state's dtype (fixed by ``init``): a float64 stream after a
+        float32 ``init`` is cast to float32.
       state: the learner's state (from ``learner.init``).
       mask: optional bool (T,); False rows are skipped (state unchanged, trace
         entries zero). Use it for ragged streams padded to a common length.

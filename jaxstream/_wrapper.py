@@ -38,6 +38,8 @@ __all__ = ["StreamModel"]
 
 CHUNK = 1024
 MIN_PAD = 8
+_NONFINITE_HINT = ("the models learn finite points only: drop those rows first, e.g. "
+                   "X[np.isfinite(X).all(axis=1)] (run_stream(..., nonfinite='skip') masks them in the functional API)")
 
 
 class NotFittedError(RuntimeError, ValueError, AttributeError):
@@ -146,22 +148,46 @@ class StreamModel:
             raise ValueError(f"{name} must be 2-D (n, d); got a 1-D array of shape {X.shape}: pass one point "
                              "to learn_one, or Reshape your data to (1, d) for one point or (n, 1) for one feature")
         dim = getattr(self, "n_features_in_", None)
-        X = np.asarray(check_points(X, name, dim=dim))
+        X = np.asarray(check_points(X, name, dim=dim, nonfinite_hint=_NONFINITE_HINT))
         return X
 
     def fit(self, X, y=None) -> "StreamModel":
-        """Forget everything, then learn the rows of X (n, d) in order as a stream. Returns self."""
+        """Forget everything, then learn the rows of X (n, d) in order as a stream. Returns self.
+
+        All or nothing: if it raises, the model keeps what it had learned before."""
         del y
+        saved = dict(self.__dict__)
         self._forget()
-        return self.partial_fit(X)
+        try:
+            return self.partial_fit(X)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
 
     def partial_fit(self, X, y=None) -> "StreamModel":
         """Learn the rows of X (n, d) in order, after what was learned before. Returns self.
 
         Their prequential losses are in ``last_losses_`` and the round's
-        diagnostics in ``last_info_``.
+        diagnostics in ``last_info_``. All or nothing: if the call raises
+        (bad input, a summary that became NaN, Ctrl-C), the model is left
+        exactly as it was before it.
+
+        Raises:
+          ValueError: X is not (n, d) with the model's d, is empty, or has
+            NaN/inf or out-of-range values (`jaxstream._checks.check_points`).
+          FloatingPointError: the summary became NaN while learning X.
         """
         del y
+        saved = {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+        try:
+            return self._partial_fit(X)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _partial_fit(self, X) -> "StreamModel":
         X = self._as_rows(X)
         if X.shape[0] == 0:
             raise ValueError("X has no rows: nothing to learn")
@@ -190,9 +216,16 @@ class StreamModel:
             X = buf[used:]
         if X.shape[0]:
             state, info = self._run(X)
+            batch = np.asarray(info.loss, np.float64)
+            if np.isnan(batch).any():  # the summary went NaN: keep the last good one, say so
+                i = int(np.flatnonzero(np.isnan(batch))[0])
+                raise FloatingPointError(
+                    f"{type(self).__name__}: the summary became NaN while learning this batch (the loss of its "
+                    f"row {i} is NaN); the model keeps its state from before the batch. Rescale the data "
+                    "(values near 1) or compute in float64 (jax_enable_x64), and please report it with the data")
             self.state_ = state
             infos.append(info)
-            losses.append(np.asarray(info.loss, np.float64))
+            losses.append(batch)
             self.cumulative_loss_ += float(np.sum(info.loss, dtype=np.float64))
         self.last_losses_ = np.concatenate(losses) if losses else np.zeros(0)
         self.last_info_ = infos[0] if infos else None
@@ -203,18 +236,23 @@ class StreamModel:
         return getattr(self, "_init_rows", 0)
 
     def _run(self, X):
-        """Learn X (n, d) with the learner's compiled scans; returns ``(state, info)`` (NumPy info)."""
+        """Learn X (n, d) with the learner's compiled scans; returns ``(state, info)`` (NumPy info).
+
+        The round counter moves only once the whole batch is learned, so an
+        interrupt (Ctrl-C) inside leaves the model as it was before the call.
+        """
         key, state, infos = self._key(), self.state_, []
         n = X.shape[0]
+        rounds = self._rounds
         if n == 1:  # one point (learn_one): the jitted update itself, with run_stream's round key
-            state, info = _jitted(self.learner.update)(jax.random.fold_in(key, self._rounds), state, X[0])
-            self._rounds += 1
-            return state, jax.tree_util.tree_map(lambda a: np.asarray(a)[None], info)
+            state, info = _jitted(self.learner.update)(jax.random.fold_in(key, rounds), state, X[0])
+            info = jax.tree_util.tree_map(lambda a: np.asarray(a)[None], info)
+            self._rounds = rounds + 1
+            return state, info
         full = n - n % CHUNK
         for i in range(0, full, CHUNK):
-            state, info = run_stream(self.learner, key, X[i:i + CHUNK], state, trace="info",
-                                     step_offset=self._rounds)
-            self._rounds += CHUNK
+            state, info = run_stream(self.learner, key, X[i:i + CHUNK], state, trace="info", step_offset=rounds)
+            rounds += CHUNK
             infos.append(jax.tree_util.tree_map(np.asarray, info))
         r = n - full
         if r:
@@ -222,10 +260,12 @@ class StreamModel:
             pad = np.zeros((size, X.shape[1]), X.dtype)
             pad[:r] = X[full:]
             state, info = run_stream(self.learner, key, pad, state, mask=np.arange(size) < r, trace="info",
-                                     step_offset=self._rounds)
-            self._rounds += r  # masked padding takes no round keys
+                                     step_offset=rounds)
+            rounds += r  # masked padding takes no round keys
             infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], info))
-        return state, jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+        info = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *infos)
+        self._rounds = rounds
+        return state, info
 
     def learn_one(self, x) -> "StreamModel":
         """Learn one point x (d,) (River's ``learn_one``). Returns self; its loss is ``last_losses_[0]``."""

@@ -14,7 +14,9 @@ member) holding
   (``learner.config``), the pytree structure (containers, NamedTuple class
   names and field names), each leaf's shape and dtype (typed PRNG keys are
   stored as their key data plus the name of their implementation), and the
-  caller's `metadata`.
+  caller's `metadata`;
+* ``array_<name>``: the caller's extra arrays (`save`'s ``arrays``, e.g. the
+  per-point losses of a run so far), listed in the manifest.
 
 Why ``.npz`` + JSON and not Orbax: the state of every jaxstream learner is a
 small pytree of dense arrays that lives on one host, so the format only has
@@ -28,7 +30,11 @@ of which applies here, and it would add a heavy dependency.
 Writes are atomic: the file is written to a temporary file in the same
 directory, flushed to disk (``fsync``) and moved over `path` with
 ``os.replace``, so a process killed mid-save leaves either the previous
-checkpoint or the new one, never a truncated file.
+checkpoint or the new one, never a truncated file. Everything a checkpoint
+holds (state, metadata, extra arrays) is in that one file, so it is
+committed together: there is no set of files that a kill could leave
+mixed. A kill can leave a temporary file (``.<name>.<random>.tmp``) beside
+the checkpoint; `remove_stale_temporaries` deletes them.
 
 Loading refuses, with a `CheckpointError` (a `ValueError`) naming the
 difference:
@@ -39,7 +45,8 @@ difference:
   the compiled ``update`` would not accept the state);
 * float64 (or int64) arrays when ``jax_enable_x64`` is off, which JAX would
   otherwise silently truncate to 32 bits;
-* a corrupt or truncated file, or one that is not a jaxstream checkpoint.
+* a corrupt or truncated file, or one that is not a jaxstream checkpoint
+  (a ``.npy`` array, say).
 
 Learners without a configuration (``learner.config is None``, e.g. a
 hand-built `StreamLearner`) cannot be verified, so `save` refuses them unless
@@ -66,9 +73,11 @@ import jax.numpy as jnp
 
 FORMAT_VERSION = 1
 _MANIFEST = "__manifest__"
+_ARRAY_PREFIX = "array_"
 _MAGIC = "jaxstream-checkpoint"
 
-__all__ = ["save", "load", "read_manifest", "CheckpointError", "FORMAT_VERSION"]
+__all__ = ["save", "load", "load_with_arrays", "read_manifest", "remove_stale_temporaries", "CheckpointError",
+           "FORMAT_VERSION"]
 
 
 class CheckpointError(ValueError):
@@ -221,7 +230,7 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def save(path, learner, state, *, metadata: Optional[dict] = None,
+def save(path, learner, state, *, metadata: Optional[dict] = None, arrays: Optional[dict] = None,
          allow_missing_config: bool = False) -> None:
     """Write `state` (and `learner.config`) to `path` atomically.
 
@@ -235,13 +244,17 @@ def save(path, learner, state, *, metadata: Optional[dict] = None,
         numeric params (``state.params``) are saved with it.
       metadata: optional JSON-serialisable dict returned by `load` (e.g. the
         number of points done, the stream's offset).
+      arrays: optional dict of extra arrays (name: a string of letters,
+        digits and ``_``; value: a numeric NumPy-convertible array), written
+        into the same file, so they are committed together with the state
+        (`load_with_arrays` returns them), e.g. the per-point losses so far.
       allow_missing_config: save a learner whose ``config`` is None (nothing
         about its static configuration can then be verified on load).
 
     Raises:
       CheckpointError: the learner has no configuration, the configuration or
-        metadata is not JSON-serialisable, or the state holds unsupported
-        objects.
+        metadata is not JSON-serialisable, the state holds unsupported
+        objects, or an extra array has a bad name or is not numeric.
     """
     config = getattr(learner, "config", None)
     if config is None and not allow_missing_config:
@@ -257,6 +270,7 @@ def save(path, learner, state, *, metadata: Optional[dict] = None,
     if not isinstance(meta, dict):
         raise CheckpointError(f"metadata must be a dict; got {type(metadata).__name__}")
 
+    extra = _check_arrays(arrays)
     leaves: list = []
     specs: list = []
     tree = _encode_tree(state, leaves, specs)
@@ -269,8 +283,10 @@ def save(path, learner, state, *, metadata: Optional[dict] = None,
         "treedef": str(jax.tree_util.tree_structure(state)),
         "leaves": specs,
         "metadata": meta,
+        "arrays": {k: {"shape": list(a.shape), "dtype": a.dtype.name} for k, a in extra.items()},
     }
     arrays = {f"leaf_{i:05d}": a for i, a in enumerate(leaves)}
+    arrays.update({_ARRAY_PREFIX + k: a for k, a in extra.items()})
     arrays[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), np.uint8)
 
     path = os.fspath(path)
@@ -294,22 +310,80 @@ def save(path, learner, state, *, metadata: Optional[dict] = None,
     _fsync_dir(directory)
 
 
+def _check_arrays(arrays) -> dict:
+    if arrays is None:
+        return {}
+    if not isinstance(arrays, dict):
+        raise CheckpointError(f"arrays must be a dict of name: array; got {type(arrays).__name__}")
+    out = {}
+    for name, value in arrays.items():
+        if not (isinstance(name, str) and name and name.replace("_", "a").isalnum() and name.isascii()):
+            raise CheckpointError(f"extra array names must be non-empty strings of ASCII letters, digits and "
+                                  f"'_'; got {name!r}")
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biufc":
+            raise CheckpointError(f"extra array {name!r} has dtype {arr.dtype}; only numeric arrays are saved")
+        out[name] = arr
+    return out
+
+
+def remove_stale_temporaries(path) -> list:
+    """Delete the temporary files that a process killed inside `save` left beside `path`.
+
+    `save` writes ``.<basename>.<random>.tmp`` in the checkpoint's directory
+    and renames it over `path` when complete; a kill before the rename
+    leaves the temporary behind (the checkpoint itself is intact). Call this
+    only when no other process is saving to `path` at the same time.
+
+    Returns:
+      The paths removed.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix, removed = f".{os.path.basename(path)}.", []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(os.path.join(directory, name))
+            except OSError:
+                pass
+    return removed
+
+
 def _open(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path}")
+    if os.path.isdir(path):
+        raise CheckpointError(f"{path} is a directory, not a jaxstream checkpoint")
     try:
         data = np.load(path, allow_pickle=False)
-        names = set(data.files)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
         raise CheckpointError(f"{path} is not a readable jaxstream checkpoint ({e})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        what = f"a plain .npy array of shape {data.shape}" if isinstance(data, np.ndarray) else "not an archive"
+        raise CheckpointError(f"{path} is {what}, not a jaxstream checkpoint: pass the file written by "
+                              "jaxstream.checkpoint.save (or by run_stream_chunked(checkpoint=...))")
+    try:
+        names = set(data.files)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        data.close()
+        raise CheckpointError(f"{path} is not a readable jaxstream checkpoint ({e})") from None
     if _MANIFEST not in names:
+        data.close()
         raise CheckpointError(f"{path} is not a jaxstream checkpoint (no manifest)")
     try:
         manifest = json.loads(bytes(data[_MANIFEST]).decode("utf-8"))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError) as e:
+        data.close()
         raise CheckpointError(f"{path}: the checkpoint's manifest is corrupt ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("magic") != _MAGIC:
+        data.close()
         raise CheckpointError(f"{path} is not a jaxstream checkpoint")
     return data, manifest
 
@@ -347,6 +421,23 @@ def load(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dic
         jaxstream version is incompatible, its configuration differs from
         ``learner.config``, or it holds 64-bit arrays while
         ``jax_enable_x64`` is off.
+    """
+    state, meta, _ = load_with_arrays(path, learner, allow_missing_config=allow_missing_config)
+    return state, meta
+
+
+def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dict, dict]:
+    """`load`, plus the extra arrays saved with the state (`save`'s ``arrays``).
+
+    The state, the metadata and the arrays come from one file, read once, so
+    they always belong to the same save.
+
+    Returns:
+      ``(state, metadata, arrays)``; ``arrays`` maps each saved name to a
+      NumPy array (empty for a checkpoint saved without any).
+
+    Raises:
+      FileNotFoundError, CheckpointError: as `load`.
     """
     data, manifest = _open(path)
     with data:
@@ -407,7 +498,17 @@ def load(path, learner, *, allow_missing_config: bool = False) -> tuple[Any, dic
         if treedef != manifest.get("treedef"):
             raise CheckpointError(f"{path}: the restored state's structure {treedef} differs from the "
                                   f"saved one {manifest.get('treedef')}")
-    return state, manifest.get("metadata", {})
+        extra = {}
+        for name, spec in (manifest.get("arrays") or {}).items():
+            try:
+                arr = data[_ARRAY_PREFIX + name]
+            except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+                raise CheckpointError(f"{path}: extra array {name!r} is missing or corrupt ({e})") from None
+            if arr.dtype.name != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
+                raise CheckpointError(f"{path}: extra array {name!r} has {arr.dtype}{list(arr.shape)}, the manifest "
+                                      f"says {spec.get('dtype')}{spec.get('shape')}")
+            extra[name] = arr
+    return state, manifest.get("metadata", {}), extra
 
 
 def _as_weak(x):

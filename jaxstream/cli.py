@@ -11,8 +11,11 @@ a header row, or a ``.npy`` array of shape (n, d)) and ``--columns``. The
 rows are the stream, in file order. It prints its figures and writes a PNG.
 
 Bad input (a missing or empty file, unknown columns, text in a numeric
-column, rows with missing/NaN/inf values) is reported as one line on stderr
-with exit status 2; ``JAXSTREAM_DEBUG=1`` shows the traceback instead.
+column, a row with more cells than the header, rows with missing/NaN/inf
+values, values too large or too tiny for the working dtype, options that
+contradict each other such as ``--history-size`` below ``--t0``) is reported
+as one line on stderr with exit status 2; ``JAXSTREAM_DEBUG=1`` shows the
+traceback instead.
 """
 from __future__ import annotations
 
@@ -69,7 +72,9 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
 
     Raises:
       InputError: empty file, no data rows, unknown columns, no numeric
-        column, text in a numeric column, or a row with too few cells.
+        column, text in a numeric column, a row with too few cells for the
+        columns used, or a row with more cells than the header (empty
+        trailing cells, as a trailing comma gives, are allowed).
     """
     with open(path, "r", encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
@@ -107,6 +112,10 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
     for i, (row, line) in enumerate(zip(rows, lines)):
         if len(row) < len(header) and max(use) >= len(row):
             raise InputError(f"{path} line {line} has {len(row)} cells; the header has {len(header)}")
+        extra = [c.strip() for c in row[len(header):] if c.strip() != ""]
+        if extra:  # a value without a column: the row is misaligned or the header is short
+            raise InputError(f"{path} line {line} has {len(row)} cells; the header has {len(header)} (extra value "
+                             f"{extra[0]!r}): fix the row or add a column to the header")
         for k, j in enumerate(use):
             v = _parse_float(row[j])
             if v is None:
@@ -272,8 +281,9 @@ def run_curve(args) -> dict:
               delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale,
               memory=args.memory)
     kw = {k: v for k, v in kw.items() if v is not None}
-    if "history_size" in kw:
-        kw["history_size"] = max(kw["history_size"], t0)
+    if kw.get("history_size", t0) < t0:
+        raise InputError(f"--history-size {kw['history_size']} cannot hold the t0={t0} initial points: pass "
+                         f"--history-size >= {t0} (or a smaller --t0)")
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     xs = xs.astype(dtype)
     start = time.perf_counter()
@@ -738,7 +748,7 @@ def main(argv=None) -> int:
         jax.config.update("jax_enable_x64", True)
     try:
         COMMANDS[args.command](args)
-    except (InputError, ValueError, OSError) as e:
+    except (InputError, ValueError, OSError, FloatingPointError) as e:
         if os.environ.get("JAXSTREAM_DEBUG"):
             raise
         msg = " ".join(str(e).split()) or type(e).__name__

@@ -177,8 +177,18 @@ def arrays_of_any_shape(draw):
 @given(arrays_of_any_shape(), st.one_of(st.none(), st.integers(1, 4)), st.integers(0, 3))
 def test_check_points_accepts_exactly_the_valid_inputs(x, dim, min_rows):
     overflow = x.dtype == np.float64 and bool((np.isfinite(x) & (np.abs(x) > np.finfo(np.float32).max)).any())
+    # the learned dtype's range: squares must not overflow, squared distances must not underflow
+    learned = np.float64 if x.dtype == np.float64 and jax.config.jax_enable_x64 else np.float32
+    x64 = x.astype(np.float64)
+    fin = x64[np.isfinite(x64)]
+    too_big = bool((np.abs(fin) > np.sqrt(np.finfo(learned).max) / 1024).any())
+    too_small = False
+    if x.ndim == 2 and x.shape[0] >= 2 and x.shape[1] >= 1 and np.isfinite(x64).all():
+        with np.errstate(over="ignore"):
+            spread = float((x64.max(0) - x64.min(0)).max())
+        too_small = 0 < spread < np.sqrt(np.finfo(learned).tiny) * 1024
     valid = (x.ndim == 2 and x.shape[1] >= 1 and (dim is None or x.shape[1] == dim)
-             and x.shape[0] >= min_rows and not overflow
+             and x.shape[0] >= min_rows and not overflow and not too_big and not too_small
              and (not np.issubdtype(x.dtype, np.floating) or bool(np.isfinite(x).all())))
     if not valid:
         with pytest.raises(ValueError) as exc:
@@ -189,8 +199,9 @@ def test_check_points_accepts_exactly_the_valid_inputs(x, dim, min_rows):
     assert isinstance(out, jax.Array) and out.shape == x.shape
     assert jnp.issubdtype(out.dtype, jnp.floating)
     assert out.dtype != jnp.float16  # half precision is promoted, not used for learning
-    # values are kept exactly (every tested dtype fits in float32 except int32/64 beyond 2^24)
-    ref = x.astype(np.float64)
+    # values are kept exactly in the learned dtype (every tested dtype fits in float32 except int32/64
+    # beyond 2^24, and float64 values below float32's range, which round to 0 or a subnormal)
+    ref = x.astype(out.dtype).astype(np.float64)
     if np.abs(ref).max(initial=0) < 2 ** 24:
         np.testing.assert_array_equal(np.asarray(out, np.float64), ref)
 
@@ -198,7 +209,9 @@ def test_check_points_accepts_exactly_the_valid_inputs(x, dim, min_rows):
 @fuzz(40)
 @given(st.integers(1, 6), st.integers(1, 4), st.data())
 def test_check_points_nonfinite_policy(n, d, data):
-    x = data.draw(hnp.arrays(np.float32, (n, d), elements=st.floats(-1e6, 1e6, width=32)))
+    # values away from the float32 spreads that `check_magnitude` refuses (below 1.1e-16)
+    elements = st.one_of(st.just(0.0), st.floats(0.125, 1e6, width=32), st.floats(-1e6, -0.125, width=32))
+    x = data.draw(hnp.arrays(np.float32, (n, d), elements=elements))
     bad_row = data.draw(st.integers(0, n - 1))
     x[bad_row, data.draw(st.integers(0, d - 1))] = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
     with pytest.raises(ValueError, match=rf"1 row\(s\) with NaN or inf \(first at index {bad_row}\)"):

@@ -442,6 +442,11 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         draw from the quasi-posterior, which adds about d/(2λ·n_j) per
         coordinate to the expected loss of each point).
       **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
+        Valid ranges (checked when concrete, here and by ``init(..., params)``;
+        ``jaxstream._checks.PARAM_RANGES["pacbo"]``): radius and noise_scale
+        NaN/None or > 0; lambda_scale, lambda2_scale, prior_scale,
+        proposal_scale > 0; price_scale, log_n_weight, adapt_rate ≥ 0;
+        scale_spread ≥ 1; all finite; lambda_power and stay_prob in [0, 1].
 
     Returns:
       ``StreamLearner(init, update, predict, loss, params, config)``.

@@ -387,12 +387,22 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         the cap on one point's loss in the objective, in noise variances;
         inf for the plain squared loss; no effect with ``penalty="theory"``;
         memory: the forgetting time scale τ, NaN for automatic (default),
-        inf for never; see `jaxstream.curves.tracking`).
+        inf for never; see `jaxstream.curves.tracking`). Valid ranges
+        (checked here and by ``init(..., params)`` when the values are
+        concrete; ``jaxstream._checks.PARAM_RANGES["slpc"]``): delta ≥ 1e-6
+        (vertex coordinates are int32 multiples of it); R, L, length_scale,
+        z_scale ≥ 0; h_scale, eta_scale > 0; all finite; epsilon in [0, 1];
+        outlier_scale > 0 (inf allowed); memory NaN or ≥ 1 (inf allowed).
 
     Returns:
       A `StreamLearner` with ``init(key, x_init, params=None)``,
       ``update(key, state, x)``, ``predict(state, x)`` (projection onto the
       line), ``loss(state, x)`` and ``config`` (a `Config`).
+
+    Raises:
+      TypeError: a capacity that is not an int.
+      ValueError: a capacity, choice or numeric parameter out of range
+        (naming it and its range), or ``history_size < t0``.
     """
     max_segments = check_capacity(max_segments, "max_segments")
     history_size = check_capacity(history_size, "history_size", 2)

@@ -260,10 +260,13 @@ def init(key, x_init, params: Params, config: Config = Config()) -> State:
 
 
 def update(key, state: State, x, config: Config = Config()) -> tuple[State, Info]:
-    """Learn one point x (p,): ``(new_state, info)`` (`key` unused: the algorithm is deterministic)."""
+    """Learn one point x (p,): ``(new_state, info)`` (`key` unused: the algorithm is deterministic).
+
+    x is cast to the state's dtype (fixed by `init`), as every learner does:
+    a float64 stream after a float32 `init` is learned in float32."""
     del key
     check_point(x, state.points.shape[1])
-    return step(state, x, config)
+    return step(state, jnp.asarray(x).astype(state.points.dtype), config)
 
 
 def build_update(config: Config):
@@ -436,7 +439,10 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
       ``loss`` the squared distance to the nearest landmark.
 
     Raises:
-      TypeError, ValueError: bad capacities, metric or distance matrix.
+      TypeError, ValueError: bad capacities, metric or distance matrix, or a
+        numeric parameter out of its range (checked when concrete, here and
+        by ``init(..., params)``): eps0 ≥ 0 and finite, min_support a whole
+        number ≥ 0, density_shift in [0, 1].
     """
     config = make_config(max_landmarks, buffer_size, n_components, align, metric, cache_distances,
                          embed_arrivals, weighted)
