@@ -22,7 +22,7 @@ from jaxstream.clustering import kernel as K
 from jaxstream.clustering import lloyd as L
 from jaxstream.clustering import pacbo as P
 from jaxstream.clustering import quasi_posterior as Q
-from jaxstream.clustering import wrapper as W
+from jaxstream._wrapper import MIN_PAD
 
 D = 2
 CAP = 10         # max_clusters: > 8, two blocks of centre slots
@@ -48,24 +48,25 @@ T_SMALL = 24      # the length of the shared learner's test streams
 def small():
     """A small learner (p = 10), a stream, and ``run(key, xs, state, offset=0)`` shared by most
     learner tests: it learns xs point by point through the `PACBO` wrapper's compiled program for
-    this configuration (a masked scan over 8 rows, the first one valid), so that the learner tests
+    this configuration (`run_stream` of a batch padded to `MIN_PAD` = 8 rows, the first one valid,
+    as `PACBO.partial_fit` pads a short batch), so that the learner tests
     and the wrapper tests compile the update once between them. Round t uses the key
     ``fold_in(key, offset + t)``, as `run_stream` does. Returns ``(state, (info, centers, n_clusters,
     ids))``: per round, the `Info` and the partition that predicted x_t (before the update). The
     learner's radius is a parameter, so ``learner.init(key, x0, P.default_params())`` runs the
     same program with a learned radius."""
     learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
-    runner = W._runner(tuple(sorted(learner.config.items())))
     xs = four_groups(0, T_SMALL)
-    mask = np.arange(W._MIN_BATCH) < 1
+    mask = np.arange(MIN_PAD) < 1
 
     def run(key, xs, state, offset=0):
         rec = []
         for t in range(xs.shape[0]):
-            xp = np.zeros((W._MIN_BATCH, xs.shape[1]), xs.dtype)
+            xp = np.zeros((MIN_PAD, xs.shape[1]), xs.dtype)
             xp[0] = xs[t]
             before = state
-            state, info = runner(key, xp, state, mask, offset + t)
+            state, info = jaxstream.run_stream(learner, key, xp, state, mask=mask, trace="info",
+                                               step_offset=offset + t)
             rec.append((jax.tree_util.tree_map(lambda a: np.asarray(a)[0], info), np.asarray(before.centers),
                         np.asarray(before.n_clusters), np.asarray(before.ids)))
         return state, jax.tree_util.tree_map(lambda *a: np.stack(a), *rec)
@@ -340,7 +341,8 @@ def test_k_plus_one_row_allows_a_centre_per_point():
     assert np.isfinite(np.asarray(two.log_weights)[2]) and np.isneginf(np.asarray(one.log_weights)[2])
     assert np.isneginf(np.asarray(two.log_weights)[0])   # no k = 0 row
     # history_policy="window": n stays at H once full, so fewer centres than points (k̂ + 1 < n)
-    win = jax.jit(lambda s: P.round_target(s, history_policy="window").family)
+    wcfg = P.Config(CAP, HIST, STEPS, history_policy="window")
+    win = jax.jit(lambda s: P.round_target(s, wcfg).family)
     x3 = np.array([[0.0, 0.0], [3.0, 1.0], [0.0, 3.0]], np.float32)
     assert np.isneginf(np.asarray(win(learner.init(jax.random.PRNGKey(0), x)).log_weights)[2])
     assert np.isfinite(np.asarray(win(learner.init(jax.random.PRNGKey(0), x3)).log_weights)[2])
@@ -661,13 +663,13 @@ def test_learner_finds_separated_clusters_and_reports_sizes():
     xs = (centres[truth] + 0.5 * rng.standard_normal((n, 2))).astype(np.float32)
     model = jaxstream.PACBO(radius=10.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=0)
     for i in range(0, n, 8):
-        model.learn_many(xs[i:i + 8])
-    assert model.n_clusters == 3
+        model.partial_fit(xs[i:i + 8])
+    assert model.n_clusters_ == 3
     labels = model.predict(xs)
     assert set(labels.tolist()) == set(model.labels_.tolist())
     assert len(set(zip(labels.tolist(), truth.tolist()))) == 3
     for j in range(3):  # groups 12 apart, sd 0.5; 16 stored points and 16 steps a round: within 3 sd
-        assert np.min(np.linalg.norm(model.centers - centres[j], axis=1)) < 1.5
+        assert np.min(np.linalg.norm(model.cluster_centers_ - centres[j], axis=1)) < 1.5
     sizes = model.cluster_sizes_
     assert sizes.shape == (3,) and sizes.sum() == pytest.approx(n, rel=1e-5)
     proba = model.predict_proba(xs[:5])
@@ -687,36 +689,39 @@ def test_labels_survive_a_new_cluster():
     xs = (g[lab] + 0.3 * rng.standard_normal((48, 2))).astype(np.float32)
     m = jaxstream.PACBO(radius=10.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=1)
     for i in range(0, 24, 8):  # chunks of 8: the wrapper's other tests compile that size
-        m.learn_many(xs[i:i + 8])
+        m.partial_fit(xs[i:i + 8])
     before = m.predict(g[:2])
     for i in range(24, 48, 8):
-        m.learn_many(xs[i:i + 8])
-    assert m.n_clusters == 3
+        m.partial_fit(xs[i:i + 8])
+    assert m.n_clusters_ == 3
     np.testing.assert_array_equal(m.predict(g[:2]), before)
-    assert m.predict(g[2]) not in before
+    assert m.predict_one(g[2]) not in before
 
 
 def test_wrapper_learn_one_equals_learn_many():
     xs = four_groups(4, 11)
     a = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=3)
     b = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=3)
-    a.learn_many(xs[:5]).learn_many(xs[5:])
+    a.partial_fit(xs[:5]).partial_fit(xs[5:])
     for x in xs:
         b.learn_one(x)
-    assert a.n_clusters == b.n_clusters
-    np.testing.assert_allclose(a.centers, b.centers, rtol=1e-5, atol=1e-5)
+    assert a.n_clusters_ == b.n_clusters_
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-5, atol=1e-5)
     assert a.cumulative_loss_ == pytest.approx(b.cumulative_loss_, rel=1e-5)
-    assert a.predict(xs[0]).shape == () and a.predict(xs).shape == (11,)
-    np.testing.assert_allclose(a.loss(xs), [np_loss(x, a.centers, a.n_clusters) for x in xs], rtol=1e-5)
+    assert a.predict_one(xs[0]).shape == () and a.predict(xs).shape == (11,)
+    np.testing.assert_allclose(a.loss(xs), [np_loss(x, a.cluster_centers_, a.n_clusters_) for x in xs], rtol=1e-5)
 
 
 def test_wrapper_runner_keeps_every_static_argument():
-    """The compiled program a wrapper shares is built with the wrapper's whole static configuration
-    (estimate='last' was once run as 'mean')."""
+    """The compiled program a wrapper runs is built with the wrapper's whole static configuration
+    (estimate='last' was once run as 'mean'): its learner's config and its update kernel are those
+    of the factory with the same arguments."""
     for kw in (dict(estimate="last"), dict(history_policy="window", n_chains=2, df=5, kmeans_iters=2)):
         m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS, **kw)
-        items = tuple(sorted(m.learner.config.items()))
-        assert W._static_learner(items).config == m.learner.config
+        ref = jaxstream.pacbo(CAP, HIST, STEPS, **kw)
+        assert m.learner.config == ref.config
+        assert all(getattr(m.learner.config, f) == v for f, v in kw.items())
+        assert m.learner.update is P._update_kernel(ref.config)
 
 
 def test_learned_radius_grows_and_never_raises():
@@ -724,14 +729,14 @@ def test_learned_radius_grows_and_never_raises():
     much larger point is learned (no error) and R grows to it."""
     xs = four_groups(5, 8)
     m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS)
-    m.learn_many(xs)
+    m.partial_fit(xs)
     np.testing.assert_allclose(np.asarray(m.state_.origin), xs[0])
     assert float(m.state_.radius) == pytest.approx(np.linalg.norm(xs - xs[0], axis=1).max(), rel=1e-5)
     far = np.array([[300.0, -40.0]], np.float32)
-    m.learn_many(far)
+    m.partial_fit(far)
     assert float(m.state_.radius) == pytest.approx(np.linalg.norm(far[0] - xs[0]), rel=1e-5)
     assert not bool(m.last_info_.outside_radius[0])
-    assert np.all(np.isfinite(m.centers))
+    assert np.all(np.isfinite(m.cluster_centers_))
     np.testing.assert_allclose(m.last_info_.radius, [np.linalg.norm(far[0] - xs[0])], rtol=1e-5)
 
 
@@ -793,13 +798,13 @@ def test_bad_input(small):
     m = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS)
     with pytest.raises(RuntimeError):
         m.predict(xs[:2])
-    m.learn_many(xs[:5])
+    m.partial_fit(xs[:5])
     with pytest.raises(ValueError, match="outside the radius"):
-        m.learn_many(np.array([[0.0, 0.0], [30.0, 0.0]]))
-    with pytest.raises(ValueError, match="empty"):
-        m.learn_many(np.zeros((0, 2)))
+        m.partial_fit(np.array([[0.0, 0.0], [30.0, 0.0]]))
+    with pytest.raises(ValueError, match="no rows"):
+        m.partial_fit(np.zeros((0, 2)))
     with pytest.raises(ValueError, match="dimension"):
-        m.learn_many(np.zeros((3, 3)))
+        m.partial_fit(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="NaN"):
         m.learn_one(np.array([np.inf, 0.0]))
     assert m.n_seen_ == 5
