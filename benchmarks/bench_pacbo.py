@@ -34,6 +34,7 @@ Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
          [--baseline-src DIR]
 """
 import argparse
+import math
 import os
 import platform
 import sys
@@ -377,6 +378,168 @@ def baseline_speed(args):
            "--batches", *map(str, args.batches), "--batch-rounds", *map(str, args.batch_rounds)]
     print(f"== 3b. baseline: the same measurement on {args.baseline_src}", flush=True)
     subprocess.run(cmd, env=env, check=True)
+
+
+# ----------------------------------------------------------------------------
+# Families of streams (issue 25): P(k̂_T = k) with Wilson intervals, losses against the
+# running-mean oracle and Birch at its best threshold
+# ----------------------------------------------------------------------------
+
+T_FAM = 200
+# Seeds of the families' streams: defaults were chosen on TUNE_SEEDS of the families in
+# TUNE_FAMILIES only; every figure reported as held out uses HELDOUT_SEEDS (and the families not in
+# TUNE_FAMILIES were never run while choosing).
+TUNE_SEEDS = range(100, 124)
+HELDOUT_SEEDS = range(0, 50)
+TUNE_FAMILIES = ("four", "ramp")
+
+
+def _unequal_stream(seed, T=T_FAM):
+    """Four groups, unequal sizes (weights 0.4, 0.3, 0.2, 0.1) and sds (0.6, 1.0, 1.4, 0.8): the
+    slides' means × 1.5 (neighbours ≥ 6.2 apart, ≥ 4.4 pooled sds). Labels i.i.d."""
+    rng = np.random.default_rng(7000 + seed)
+    means = 1.5 * MEANS4
+    sd = np.array([0.6, 1.0, 1.4, 0.8])
+    lab = rng.choice(4, T, p=[0.4, 0.3, 0.2, 0.1])
+    return means[lab] + sd[lab, None] * rng.standard_normal((T, 2)), lab
+
+
+def _six3d_stream(seed, T=T_FAM):
+    """Six groups in 3-D (`third_stream`: σ = 0.5, means ≥ 4 = 8σ apart, Dirichlet(2) weights)."""
+    xs, lab, _ = third_stream(seed, T)
+    return xs.astype(np.float64), lab
+
+
+def _close_stream(seed, T=T_FAM):
+    """Four unit-variance groups on a square of side 3 (neighbours 3σ apart: closer than 4σ),
+    balanced, random order; the k target is not expected here (the mixture is nearly unimodal
+    along the sides)."""
+    rng = np.random.default_rng(9000 + seed)
+    means = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0], [3.0, 3.0]])
+    lab = (np.arange(T) % 4)[rng.permutation(T)]
+    return means[lab] + rng.standard_normal((T, 2)), lab
+
+
+def _four_stream(seed, T=T_FAM):
+    from jaxstream.datasets import make_four_groups_stream
+    xs, lab, _ = make_four_groups_stream(T, seed, balanced=True, return_truth=True)
+    return xs, lab
+
+
+def _ramp_stream(seed, T=T_FAM):
+    from jaxstream.datasets import make_ramp_clusters_stream
+    xs, lab, _ = make_ramp_clusters_stream(T, seed=seed, return_truth=True)
+    return xs, lab
+
+
+FAMILIES = {
+    # name: (generator(seed) -> (xs (T, d), labels (T,)), well separated?)
+    "four": (_four_stream, True),        # the slides' four groups, 50 points each, random order
+    "unequal": (_unequal_stream, True),  # unequal sizes and variances
+    "ramp": (_ramp_stream, True),        # ten groups on a circle, a new one every 20 points
+    "six3d": (_six3d_stream, True),      # six groups in 3-D
+    "close": (_close_stream, False),     # four groups 3σ apart
+}
+
+
+def family_data(name, seeds):
+    """(xs (S, T, d) float32, labels (S, T), k_t (S, T) groups seen up to round t)."""
+    gen = FAMILIES[name][0]
+    data = [gen(s) for s in seeds]
+    xs = np.stack([d[0] for d in data]).astype(np.float32)
+    lab = np.stack([d[1] for d in data])
+    k_t = np.stack([[len(set(l[:t + 1].tolist())) for t in range(len(l))] for l in lab])
+    return xs, lab, k_t
+
+
+def running_mean_oracle(xs, labels):
+    """Per-round loss (rounds 2..T) of the oracle predicting x_t by the running mean of its group's
+    earlier points (a group's first point: the nearest other group's running mean)."""
+    from jaxstream.datasets import last_points_oracle_loss
+    return last_points_oracle_loss(np.asarray(xs, np.float64), labels, window=len(xs), t0=1)
+
+
+def wilson(successes, n, z=1.96):
+    """Wilson score interval (lo, hi) of a binomial proportion."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = successes / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def fmt_prop(successes, n):
+    lo, hi = wilson(successes, n)
+    return f"{successes / n:.3f} [{lo:.2f}, {hi:.2f}] ({successes}/{n})"
+
+
+def birch_prequential(xs, threshold):
+    """Birch (scikit-learn, n_clusters=None: the subcluster centroids are the centres), learned
+    point by point with partial_fit; per-round loss of rounds 2..T and the number of centres k̂_t
+    after each round."""
+    from sklearn.cluster import Birch
+    xs = np.asarray(xs, np.float64)
+    m = Birch(threshold=threshold, n_clusters=None)
+    losses, ks = [], []
+    for t in range(len(xs)):
+        if t:
+            c = m.subcluster_centers_
+            losses.append(float(np.min(np.sum((c - xs[t]) ** 2, axis=1))))
+        m.partial_fit(xs[t:t + 1])
+        ks.append(len(m.subcluster_centers_))
+    return np.array(losses), np.array(ks)
+
+
+def birch_best(xs, k_t, thresholds=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)):
+    """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T))}."""
+    out = {}
+    for th in thresholds:
+        res = [birch_prequential(x, th) for x in xs]
+        out[th] = (np.array([r[0].sum() for r in res]), np.stack([r[1] for r in res]))
+    return out
+
+
+def run_family(learner, xs, n_keys, key_seed=0, params=None):
+    """run_streams of every stream under `n_keys` keys (radius learned: the defaults). `params`: None
+    or a list of `Params` (a grid): every (param, key, stream) is one element of one batch.
+
+    Returns (k_t (G, K, S, T), loss (G, K, S, T), k_probs_last (G, K, S, p), acceptance (G, K, S))."""
+    S, T, d = xs.shape
+    grid = [learner.params] if params is None else list(params)
+    G = len(grid)
+    B = G * n_keys * S
+    keys = jnp.concatenate([jax.random.split(jax.random.key(key_seed), n_keys * S)] * G)
+    pb = jax.tree_util.tree_map(lambda *a: jnp.repeat(jnp.stack(a), n_keys * S, axis=0), *grid)
+    x = np.broadcast_to(xs[None, None], (G, n_keys, S, T, d)).reshape(B, T, d)
+    states = js.init_streams(learner, keys, x[:, :0], pb, params_batched=True)
+    k = (id(learner), B, T, d)
+    if k not in _RUNNERS:
+        _RUNNERS[k] = jax.jit(lambda kk, xx, ss: js.run_streams(learner, kk, xx, ss, trace=_fam_trace))
+    st, (kk, loss, pk, acc) = jax.block_until_ready(_RUNNERS[k](keys, x, states))
+    shp = (G, n_keys, S)
+    return (np.asarray(kk).reshape(shp + (T,)), np.asarray(loss, np.float64).reshape(shp + (T,)),
+            np.asarray(st.k_probs).reshape(shp + (-1,)), np.asarray(acc).reshape(shp + (T,)).mean(-1))
+
+
+def _fam_trace(state, x, info):
+    return info.n_clusters, info.loss, (), info.acceptance_rate
+
+
+def summarize(name, k_hat, loss, k_t, oracle):
+    """One line: P(k̂_T = k_T) with its Wilson interval, mean |k̂_t − k_t|, loss (rounds 2..T) mean and
+    its ratio to the oracle's. k_hat, loss (K, S, T); k_t (S, T); oracle (S,) losses."""
+    K_, S, T = k_hat.shape
+    # k̂ after round t predicts round t+1: compare it with the groups seen up to round t.
+    hit = int(np.sum(k_hat[:, :, -1] == k_t[None, :, -1]))
+    err = np.abs(k_hat - k_t[None]).mean()
+    L = loss[:, :, 1:].sum(-1)
+    ratio = L.mean() / oracle.mean()
+    counts = np.bincount(k_hat[:, :, -1].ravel() - k_t[0, -1] + 3, minlength=7)
+    return (f"  {name:28s} P(k̂_T=k) {fmt_prop(hit, K_ * S)}; mean|k̂_t−k_t| {err:.2f}; "
+            f"k̂_T−k = −3..+3: {counts[:7].tolist()}; loss {L.mean():.0f} (sd {L.std(ddof=1):.0f}) "
+            f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
 
 
 def main(argv=None):

@@ -64,6 +64,19 @@ grows). The first point's loss is measured from the initial centre (the mean
 of ``x_init``, or the origin), the one loss that is not shift-equivariant; it
 enters the second-order term of S as 0 (there was no partition to predict with).
 
+Defaults (issue 25): price_scale = 2, lambda_scale = 10, lambda_cap = 1,
+chosen on tuning streams only (the four groups of the slides, 50 points each,
+seeds 100–123 × 2 keys, and the ten-group ramp, seeds 100–123; T = 200,
+`benchmarks/bench_pacbo.py --families`). The earlier defaults (1, 5, no cap)
+let k̂ run away upwards: once a spurious centre is accepted, σ̂ (measured on
+the k̂ + 1 row) shrinks, which lowers the price and raises λ ∝ 1/σ̂, so the
+next split is cheaper (one stream went to k̂ = 12 on four groups; P(k̂_T = 4)
+was 0.81 on the tuning streams, 1.00 with the new defaults). The cap
+λ_t ≤ lambda_cap/(2σ̂²) keeps the quasi-posterior no sharper than the Gaussian
+likelihood of noise σ̂ in the first rounds, where λ ∝ 1/√n is large and σ̂
+rests on a few degrees of freedom. ``preset="paper"`` (`PRESETS`) restores
+the spec's and the R package's choices.
+
 History: a ``history_size`` buffer of points with the loss of their
 prediction and their arrival index. ``history_policy="reservoir"`` keeps a
 uniform sample of everything seen (Vitter's algorithm R) and multiplies the
@@ -95,7 +108,7 @@ _LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
 
 __all__ = ["Config", "Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
            "soft_loss", "soft_assign", "cluster_sizes", "round_target", "RoundTarget",
-           "effective_count", "check_radius", "pacbo", "HISTORY_POLICIES"]
+           "effective_count", "check_radius", "pacbo", "PRESETS", "HISTORY_POLICIES"]
 
 
 def _cast_params(params: Params, dtype) -> Params:
@@ -313,6 +326,7 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     sigma = jnp.sqrt(jnp.where(jnp.isnan(var), R ** 2, jnp.maximum(var, (1e-6 * R) ** 2)))
     sigma = jnp.where(jnp.isnan(params.noise_scale), sigma, params.noise_scale)
     lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d, sigma)
+    lam = jnp.minimum(lam, params.lambda_cap / (2.0 * sigma ** 2))
     lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
     ball = params.prior_scale * R
     price = centre_price(sigma ** 2, k_rows[2], n_f, d, params.price_scale)
@@ -419,9 +433,23 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     return new_state, info
 
 
+PRESETS = {
+    # The spec and the R package PACBO 0.1.0 as far as this implementation's shape allows: the
+    # prediction is one draw from the quasi-posterior (the chain's last state), λ_t in the data's
+    # units (σ = 1) with the R package's online constant 2.5·coeff = 5, no cap on λ, a flat prior
+    # on k (no price, no log n term), the three moves proposed with probability 1/3 each.
+    # What stays ours: the k-means rows computed once per round (warm-started), the per-centre
+    # Student-t scales and their adaptation between rounds, the learned radius unless one is given.
+    "paper": dict(estimate="last", lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0,
+                  log_n_weight=0.0, noise_scale=1.0, stay_prob=1.0 / 3.0),
+}
+"""Named configurations of `pacbo` (``preset=``): keyword arguments that explicit ones override."""
+
+
 def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *, n_chains: int = 1,
           radius: Optional[float] = None, kmeans_iters: int = 5, history_policy: str = "reservoir",
-          df: int = 3, estimate: str = "mean", **param_overrides) -> StreamLearner:
+          df: int = 3, estimate: Optional[str] = None, preset: Optional[str] = None,
+          **param_overrides) -> StreamLearner:
     """PACBO online clustering as a `jaxstream.StreamLearner`.
 
     Args:
@@ -436,16 +464,27 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
       history_policy: ``"reservoir"`` or ``"window"``.
       df: degrees of freedom of the Student-t proposal (static int).
       estimate: the partition kept after a round, which predicts the next
-        point (static): ``"mean"`` (default), the chain's time average of the
+        point (static): ``"mean"`` (default; None: the preset's, else "mean"), the chain's time average of the
         centres over its steps at its final k̂ (the quasi-posterior mean given
         k̂); ``"last"``, the chain's last state (the spec and the R package: a
         draw from the quasi-posterior, which adds about d/(2λ·n_j) per
         coordinate to the expected loss of each point).
+      preset: None, or a name in `PRESETS` (``"paper"``: the spec's and the R
+        package's algorithm); explicit arguments override the preset's.
       **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
 
     Returns:
       ``StreamLearner(init, update, predict, loss, params, config)``.
     """
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"preset must be one of {sorted(PRESETS)} or None; got {preset!r}")
+        base = dict(PRESETS[preset])
+        if estimate is None:
+            estimate = base.get("estimate")
+        base.pop("estimate", None)
+        param_overrides = dict(base, **param_overrides)
+    estimate = "mean" if estimate is None else estimate
     p = check_capacity(max_clusters, "max_clusters")
     H = check_capacity(history_size, "history_size")
     N = check_capacity(n_steps, "n_steps")

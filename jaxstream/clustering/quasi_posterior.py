@@ -34,10 +34,10 @@ saves nothing and costs no volume either (its quasi-posterior is uniform over
 most of the ball), so only q stops it; with w·log n its odds are at most
 n^−w (without it we measured k̂ drifting up to 20–47 on 200 points). w = 1
 delays a new group by one or two more points (ten-group ramp: loss 1512
-against 1364 at w = 1/2). Default price_scale 1: a centre costs the saving
-expected from splitting an average pure-noise cluster (3, the earlier
-default, delayed new groups with little effect on the loss of the four
-groups). On one isotropic Gaussian cluster in d dimensions a second centre
+against 1364 at w = 1/2). Default price_scale 2 (issue 25; `jaxstream.clustering.pacbo`, "Defaults"):
+with 1, a split of a true group of average size paid about its own price,
+and k̂ ran upwards on some streams (P(k̂_T = 4) 0.81 on four groups of 50
+against 1.00 with 2, tuning streams). On one isotropic Gaussian cluster in d dimensions a second centre
 lowers W by the fraction 2/(π·d), which the price at k̂ = 1 cancels, leaving
 the volume term below and the log n term to reject the split; real structure
 lowers W far more (W_2/W_1 ≈ 0.5 on the
@@ -59,6 +59,13 @@ while S ∝ R²), so the same stream in other units gives other k̂. Measuring
 lengths in units of σ̂ (`noise_variance`, the within-cluster spread) makes
 λ·S and λ·λ_2·ℓ² scale-free, and they equal the spec's on the slides' streams
 (σ = 1).
+
+Cap (``lambda_cap``, default 1): λ_t ≤ lambda_cap/(2σ²). At λ = 1/(2σ²),
+exp(−λ·Σ ℓ) is the Gaussian likelihood of isotropic noise σ; a larger λ is a
+posterior sharper than the likelihood, which the λ ∝ 1/√n schedule gives in the
+first rounds (small n, small R_t), when more centres always fit better. The cap
+is a fixed function of the round's history, so each round's chain stays exactly
+reversible; ``lambda_cap=inf`` is the spec's schedule.
 """
 from __future__ import annotations
 
