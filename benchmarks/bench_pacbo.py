@@ -493,11 +493,13 @@ def birch_prequential(xs, threshold):
 
 
 def birch_best(xs, k_t, thresholds=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)):
-    """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T))}."""
+    """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T),
+    per-round losses (S, T − 1))}."""
     out = {}
     for th in thresholds:
         res = [birch_prequential(x, th) for x in xs]
-        out[th] = (np.array([r[0].sum() for r in res]), np.stack([r[1] for r in res]))
+        out[th] = (np.array([r[0].sum() for r in res]), np.stack([r[1] for r in res]),
+                   np.stack([r[0] for r in res]))
     return out
 
 
@@ -542,6 +544,98 @@ def summarize(name, k_hat, loss, k_t, oracle):
             f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
 
 
+def _params(learner, **kw):
+    return learner.params._replace(**{k: jnp.asarray(v, learner.params.radius.dtype) for k, v in kw.items()})
+
+
+PREVIOUS = dict(lambda_scale=5.0, price_scale=1.0, lambda_cap=float("inf"))  # defaults before issue 25
+
+
+def families(args):
+    """Issue 25: every family on held-out seeds × keys: the defaults, the previous defaults, the
+    one-draw predictor (estimate="last") with the defaults, the paper preset; the running-mean
+    oracle and Birch at its best threshold on these same streams."""
+    seeds = list(TUNE_SEEDS if args.tune else HELDOUT_SEEDS)[: args.fam_streams]
+    K_ = args.fam_keys
+    print(f"== families (issue 25): T={T_FAM}, {'TUNING' if args.tune else 'held-out'} seeds "
+          f"{seeds[0]}-{seeds[-1]} ({len(seeds)} streams) × {K_} keys, p=50, history 256, N={args.n_steps}, "
+          f"radius learned; defaults chosen on {TUNE_FAMILIES} seeds {TUNE_SEEDS.start}-{TUNE_SEEDS.stop - 1}")
+    mean_l = js.pacbo(50, 256, args.n_steps)
+    last_l = js.pacbo(50, 256, args.n_steps, estimate="last")
+    paper_l = js.pacbo(50, 256, args.n_steps, preset="paper")
+    assert paper_l.config == last_l.config
+    out = {}
+    for name in args.families:
+        xs, lab, k_t = family_data(name, seeds)
+        orc = np.array([running_mean_oracle(x, l).sum() for x, l in zip(xs, lab)])
+        sep = "well separated" if FAMILIES[name][1] else "NOT well separated"
+        print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
+              f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
+        t = time.perf_counter()
+        k, loss, _, _ = run_family(mean_l, xs, K_, params=[mean_l.params, _params(mean_l, **PREVIOUS)])
+        k2, loss2, _, _ = run_family(last_l, xs, K_, params=[last_l.params, paper_l.params])
+        secs = time.perf_counter() - t
+        rows = [("PACBO defaults", k[0], loss[0]), ("previous defaults", k[1], loss[1]),
+                ("defaults, one-draw predictor", k2[0], loss2[0]), ('preset="paper"', k2[1], loss2[1])]
+        for label, kk, ll in rows:
+            line, res = summarize(label, kk, ll, k_t, orc)
+            print(line)
+            out[(name, label)] = res
+        if not args.no_birch:
+            try:
+                bb = birch_best(xs, k_t)
+            except ImportError:
+                print("  (scikit-learn not installed: no Birch)")
+                bb = None
+            if bb:
+                # Best threshold: the most streams with k̂_T = k, then the lower loss (a small threshold
+                # memorises the stream: the lowest loss with k̂ in the dozens, printed below).
+                best = max(bb, key=lambda th: (np.mean(bb[th][1][:, -1] == k_t[:, -1]), -bb[th][0].mean()))
+                cells = ", ".join(f"{th}: {bb[th][0].mean():.0f}/{np.mean(bb[th][1][:, -1] == k_t[:, -1]):.2f}"
+                                  for th in bb)
+                per_round = np.concatenate([np.zeros((len(xs), 1)), bb[best][2]], 1)
+                line, res = summarize(f"Birch, best threshold {best}", bb[best][1][None], per_round[None], k_t, orc)
+                print(line)
+                print(f"    Birch loss / P(k̂_T=k) by threshold: {cells}")
+                out[(name, "birch")] = res
+        print(f"  ({secs:.0f}s for the PACBO runs)", flush=True)
+    return out
+
+
+def drift(args):
+    """Issue 22.2: four groups whose means move +20 in x over 400 points (`make_drifting_clusters_stream`),
+    against the oracle predicting with each group's last 10 points; the same learners on the stationary
+    four groups (T=400, balanced) to see what forgetting costs there."""
+    from jaxstream.datasets import last_points_oracle_loss, make_drifting_clusters_stream, make_four_groups_stream
+    seeds = list(range(args.drift_seed0, args.drift_seed0 + args.drift_streams))
+    K_, T = args.fam_keys, 400
+    print(f"== drift (issue 22.2): four groups moving +20 in x over T={T}; seeds {seeds[0]}-{seeds[-1]} × {K_} keys; "
+          f"oracle: each group's last 10 points (rounds 2..T)")
+    variants = [("reservoir (default)", dict())] + [
+        (f"window H={h}", dict(history_policy="window", history_size=h)) for h in args.windows]
+    for kind in ("drifting", "stationary"):
+        data = []
+        for s_ in seeds:
+            if kind == "drifting":
+                x, l, _ = make_drifting_clusters_stream(T, seed=s_, return_truth=True)
+            else:
+                x, l, _ = make_four_groups_stream(T, s_, balanced=True, return_truth=True)
+            data.append((x, l))
+        xs = np.stack([d[0] for d in data]).astype(np.float32)
+        lab = np.stack([d[1] for d in data])
+        k_t = np.full(lab.shape, 4)
+        orc = np.array([np.nansum(last_points_oracle_loss(x, l, window=10, t0=1)) for x, l in data])
+        orc_rm = np.array([running_mean_oracle(x, l).sum() for x, l in data])
+        print(f"-- {kind}: last-10-points oracle {orc.mean():.0f}; running-mean oracle {orc_rm.mean():.0f}", flush=True)
+        for label, kw in variants:
+            h = kw.pop("history_size", 256)
+            lrn = js.pacbo(50, h, args.n_steps, **kw)
+            kw["history_size"] = h
+            k, loss, _, _ = run_family(lrn, xs, K_)
+            line, _ = summarize(label, k[0], loss[0], k_t, orc)
+            print(line + " (ratio to the last-10 oracle)", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
@@ -557,6 +651,16 @@ def main(argv=None):
                     help="directory holding an older jaxstream package (e.g. the pre-issue-8 code: "
                          "git archive 4c045f6 jaxstream | tar -x -C DIR) to time with the same runs")
     ap.add_argument("--only-batch-speed", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--families", nargs="*", default=None,
+                    help=f"run the issue-25 families ({', '.join(FAMILIES)}) and nothing else")
+    ap.add_argument("--fam-streams", type=int, default=50)
+    ap.add_argument("--fam-keys", type=int, default=2)
+    ap.add_argument("--tune", action="store_true", help="families on the tuning seeds instead of the held-out ones")
+    ap.add_argument("--no-birch", action="store_true")
+    ap.add_argument("--drift", action="store_true", help="issue 22.2: forgetting on drifting groups, then exit")
+    ap.add_argument("--drift-streams", type=int, default=20)
+    ap.add_argument("--drift-seed0", type=int, default=0)
+    ap.add_argument("--windows", type=int, nargs="*", default=[64, 128])
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-growing", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
@@ -568,6 +672,13 @@ def main(argv=None):
     if len(args.batch_rounds) != len(args.batches):
         ap.error("--batch-rounds needs one value per --batches value")
     print(f"jax {jax.__version__}, {jax.devices()}, python {sys.version.split()[0]}")
+    if args.families is not None:
+        args.families = args.families or list(FAMILIES)
+        families(args)
+        return
+    if args.drift:
+        drift(args)
+        return
     learner = js.pacbo(50, 256, args.n_steps)
     if args.only_batch_speed:
         print(f"jaxstream from {os.path.dirname(js.__file__)}")
