@@ -481,7 +481,7 @@ def birch_prequential(xs, threshold):
     after each round."""
     from sklearn.cluster import Birch
     xs = np.asarray(xs, np.float64)
-    m = Birch(threshold=threshold, n_clusters=None)
+    m = Birch(threshold=threshold, n_clusters=None, compute_labels=False)
     losses, ks = [], []
     for t in range(len(xs)):
         if t:
@@ -492,7 +492,7 @@ def birch_prequential(xs, threshold):
     return np.array(losses), np.array(ks)
 
 
-def birch_best(xs, k_t, thresholds=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)):
+def birch_best(xs, k_t, thresholds=(1.0, 1.5, 2.0, 2.5, 3.0)):
     """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T),
     per-round losses (S, T − 1))}."""
     out = {}
@@ -583,20 +583,25 @@ def families(args):
             out[(name, label)] = res
         if not args.no_birch:
             try:
-                bb = birch_best(xs, k_t)
+                nb = min(args.birch_streams, len(xs))
+                bb = birch_best(xs[:nb], k_t[:nb])
             except ImportError:
                 print("  (scikit-learn not installed: no Birch)")
                 bb = None
             if bb:
                 # Best threshold: the most streams with k̂_T = k, then the lower loss (a small threshold
                 # memorises the stream: the lowest loss with k̂ in the dozens, printed below).
-                best = max(bb, key=lambda th: (np.mean(bb[th][1][:, -1] == k_t[:, -1]), -bb[th][0].mean()))
-                cells = ", ".join(f"{th}: {bb[th][0].mean():.0f}/{np.mean(bb[th][1][:, -1] == k_t[:, -1]):.2f}"
+                kb_ = k_t[:nb]
+                best = max(bb, key=lambda th: (np.mean(bb[th][1][:, -1] == kb_[:, -1]), -bb[th][0].mean()))
+                cells = ", ".join(f"{th}: {bb[th][0].mean():.0f}/{np.mean(bb[th][1][:, -1] == kb_[:, -1]):.2f}"
                                   for th in bb)
-                per_round = np.concatenate([np.zeros((len(xs), 1)), bb[best][2]], 1)
-                line, res = summarize(f"Birch, best threshold {best}", bb[best][1][None], per_round[None], k_t, orc)
+                per_round = np.concatenate([np.zeros((nb, 1)), bb[best][2]], 1)
+                line, res = summarize(f"Birch, best threshold {best}", bb[best][1][None], per_round[None], kb_,
+                                      orc[:nb])
+                print(line + f" (first {nb} streams; their oracle {orc[:nb].mean():.0f})")
+                line, _ = summarize("PACBO defaults, same streams", k[0][:, :nb], loss[0][:, :nb], kb_, orc[:nb])
                 print(line)
-                print(f"    Birch loss / P(k̂_T=k) by threshold: {cells}")
+                print(f"    Birch loss / P(k̂_T=k) by threshold (first {nb} streams): {cells}")
                 out[(name, "birch")] = res
         print(f"  ({secs:.0f}s for the PACBO runs)", flush=True)
     return out
@@ -636,6 +641,45 @@ def drift(args):
             print(line + " (ratio to the last-10 oracle)", flush=True)
 
 
+def speed_ab(args):
+    """Old against new in one process, interleaved: `--old-src DIR` holds the old package renamed
+    ``jaxstream_old`` (``git archive c9cd111 jaxstream | tar -x -C DIR && mv DIR/jaxstream
+    DIR/jaxstream_old``). One stream (T=200, four groups, radius learned) and one run_streams call
+    (B streams with 200 points stored, a few rounds); the new code with its defaults and with the
+    old defaults (the same k̂ path as the old code, so the code's own cost)."""
+    sys.path.insert(0, args.old_src)
+    import jaxstream_old as jo
+    xs, _ = four_groups_stream(0, 200)
+    B, W, Tb = args.ab_batch, 200, args.ab_rounds
+    data = np.stack([four_groups_stream(s, W + Tb)[0] for s in range(B)])
+    keys = jax.random.split(jax.random.key(2), B)
+    cases = []
+    for name, mod, kw in [("old", jo, {}), ("new", js, {}), ("new, old defaults", js, PREVIOUS)]:
+        lrn = mod.pacbo(50, 256, args.n_steps, **kw)
+        s0 = lrn.init(jax.random.key(0), xs[:0])
+        one = jax.jit(lambda k, x, s, lrn=lrn, mod=mod: mod.run_stream(lrn, k, x, s, trace="loss"))
+        one = one.lower(jax.random.key(1), xs, s0).compile()
+        st = mod.init_streams(lrn, keys, data[:, :W])
+        many = jax.jit(lambda k, x, s, lrn=lrn, mod=mod: mod.run_streams(lrn, k, x, s))
+        many = many.lower(keys, data[:, W:], st).compile()
+        cases.append((name, lambda one=one, s0=s0: one(jax.random.key(1), xs, s0),
+                       lambda many=many, st=st: many(keys, data[:, W:], st)))
+    times = {(n, w): [] for n, _, _ in cases for w in ("one", "many")}
+    for rep in range(args.ab_repeats):
+        for name, f1, fm in cases:
+            for w, f in (("one", f1), ("many", fm)):
+                t = time.perf_counter()
+                jax.block_until_ready(f())
+                times[(name, w)].append(time.perf_counter() - t)
+    print(f"== speed, old vs new interleaved ({args.ab_repeats} rounds of all cases; min and median), "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    for name, _, _ in cases:
+        a, b = np.array(times[(name, "one")]), np.array(times[(name, "many")])
+        print(f"  {name:18s}: one stream T=200: min {a.min():.2f}s median {np.median(a):.2f}s; "
+              f"run_streams B={B}, {Tb} rounds: min {b.min():.2f}s median {np.median(b):.2f}s "
+              f"({B * Tb / b.min():.0f} stream-rounds/s at the min)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
@@ -657,10 +701,15 @@ def main(argv=None):
     ap.add_argument("--fam-keys", type=int, default=2)
     ap.add_argument("--tune", action="store_true", help="families on the tuning seeds instead of the held-out ones")
     ap.add_argument("--no-birch", action="store_true")
+    ap.add_argument("--birch-streams", type=int, default=20, help="Birch on the first N streams (slow: ~1 s a stream)")
     ap.add_argument("--drift", action="store_true", help="issue 22.2: forgetting on drifting groups, then exit")
     ap.add_argument("--drift-streams", type=int, default=20)
     ap.add_argument("--drift-seed0", type=int, default=0)
     ap.add_argument("--windows", type=int, nargs="*", default=[64, 128])
+    ap.add_argument("--old-src", default=None, help="speed old vs new interleaved (see speed_ab), then exit")
+    ap.add_argument("--ab-batch", type=int, default=64)
+    ap.add_argument("--ab-rounds", type=int, default=5)
+    ap.add_argument("--ab-repeats", type=int, default=5)
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-growing", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
@@ -678,6 +727,9 @@ def main(argv=None):
         return
     if args.drift:
         drift(args)
+        return
+    if args.old_src:
+        speed_ab(args)
         return
     learner = js.pacbo(50, 256, args.n_steps)
     if args.only_batch_speed:

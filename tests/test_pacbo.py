@@ -251,6 +251,7 @@ def test_price_and_schedules_match_formulas():
     assert np.isnan(float(Q.noise_variance(0.0, 2.0, 0.0, 1.0, 1.0, d)))
     assert float(Q.centre_price(var, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
     assert float(Q.centre_price(var, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)
+    assert float(Q.centre_price(var, 40.0, n, d, 0.0)) == 0.0  # price_scale = 0: no price, floor included
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
     assert float(Q.prior_rate(0.2, 7.0, 9.0, 0.5)) == pytest.approx(1.4 + 0.5 * math.log(9.0))
     assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2)) == pytest.approx(5 * 4 / (10 * 4))
@@ -829,3 +830,81 @@ def test_losses_are_differentiable(small):
     assert np.all(np.asarray(g)[k:] == 0) and np.any(np.asarray(g)[:k] != 0)
     assert np.all(np.isfinite(np.asarray(gs))) and np.all(np.isfinite(np.asarray(ge)))
     np.testing.assert_allclose(np.asarray(soft), np.asarray(hard), atol=1e-2)
+
+
+# ----------------------------------------------------------------------------
+# Issue 25: the temperature cap, the paper preset, k identified on four groups
+# ----------------------------------------------------------------------------
+
+def _lam_sigma_R(learner):
+    cfg = learner.config
+
+    @jax.jit
+    def f(s):
+        t = P.round_target(s, cfg)
+        return t.lam, t.noise_sd, t.eta, s.radius, s.n_seen
+
+    return f
+
+
+def test_lambda_cap_bounds_the_temperature():
+    """λ_t = min(lambda_scale·(d+2)/(R·σ̂·√(n−1)), lambda_cap/(2σ̂²)) (NumPy reference from the
+    round's σ̂, R and n): the cap binds with few points (λ ∝ 1/√n is large), not after many;
+    lambda_cap=inf is the spec's schedule."""
+    xs = four_groups(12, 400).astype(np.float64)
+    capped = jaxstream.pacbo(CAP, HIST, STEPS)
+    free = jaxstream.pacbo(CAP, HIST, STEPS, lambda_cap=float("inf"))
+    assert float(capped.params.lambda_cap) == 1.0 and np.isinf(float(free.params.lambda_cap))
+    bound = []
+    for n in (4, 400):
+        for lrn in (capped, free):
+            s = lrn.init(jax.random.PRNGKey(0), xs[:n].astype(np.float32))
+            lam, sd, _, R, n_seen = map(float, _lam_sigma_R(lrn)(s))
+            sched = float(lrn.params.lambda_scale) * (D + 2) / (R * sd * math.sqrt(max(n_seen - 1, 1)))
+            ref = min(sched, float(lrn.params.lambda_cap) / (2 * sd ** 2))
+            assert lam == pytest.approx(ref, rel=1e-5)
+            if lrn is capped:
+                bound.append(sched > ref)
+    assert bound == [True, False]  # the cap binds at n = 4 and not at n = 400
+
+
+def test_paper_preset_is_the_spec_and_explicit_arguments_win():
+    """preset="paper": one draw (estimate="last"), λ with σ = 1 and the R package's constant 5, no
+    cap, a flat prior on k (η = 0), moves 1/3 each; explicit arguments override it; the wrapper
+    passes it on; an unknown name raises."""
+    paper = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper")
+    assert paper.config.estimate == "last"
+    ref = P.default_params(lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0, log_n_weight=0.0,
+                           noise_scale=1.0, stay_prob=1.0 / 3.0)
+    chex.assert_trees_all_close(paper.params, ref)
+    xs = four_groups(13, 12)
+    s = paper.init(jax.random.PRNGKey(0), xs)
+    lam, sd, eta, R, n = map(float, _lam_sigma_R(paper)(s))
+    assert sd == 1.0 and eta == 0.0
+    assert lam == pytest.approx(5.0 * (D + 2) / (R * math.sqrt(n - 1)), rel=1e-5)
+    mixed = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper", estimate="mean", lambda_scale=3.0)
+    assert mixed.config.estimate == "mean" and float(mixed.params.lambda_scale) == 3.0
+    assert float(mixed.params.price_scale) == 0.0
+    m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS, preset="paper")
+    assert m.learner.config == paper.config
+    chex.assert_trees_all_close(m.learner.params, paper.params)
+    with pytest.raises(ValueError, match="preset"):
+        jaxstream.pacbo(CAP, preset="nope")
+
+
+def test_defaults_identify_four_groups():
+    """Four balanced groups of the slides (T = 200, random order), 8 streams × 2 keys in one
+    run_streams call (p = 10, H = 128, N = 200): with the defaults k̂_T = 4 in at least 15 of 16
+    (the benchmark's held-out streams, p = 50, N = 500: 100/100). Power check: the previous
+    defaults (lambda_scale 5, price_scale 1, no cap) end above 4 on some of the same runs."""
+    from jaxstream.datasets import make_four_groups_stream
+    xs = np.stack([make_four_groups_stream(200, 300 + s) for s in range(8)] * 2).astype(np.float32)
+    keys = jax.random.split(jax.random.PRNGKey(21), 16)
+    ks = []
+    for kw in ({}, dict(lambda_scale=5.0, price_scale=1.0, lambda_cap=float("inf"))):
+        learner = jaxstream.pacbo(CAP, 128, 200, **kw)
+        states = jaxstream.init_streams(learner, keys, xs[:, :0])
+        st, _ = jaxstream.run_streams(learner, keys, xs, states, trace=None)
+        ks.append(np.asarray(st.n_clusters))
+    assert np.sum(ks[0] == 4) >= 15, ks[0]
+    assert np.sum(ks[1] == 4) < 15 and np.all(ks[1] >= 4), ks[1]

@@ -137,12 +137,15 @@ def centre_price(variance, k_next, n, d: int, price_scale) -> Array:
     Args:
       variance: σ̂², the within-cluster variance per coordinate (`noise_variance`).
       k_next: k̂ + 1; n̄ = n/(k̂ + 1) is the average cluster size.
-      n: the number of points S stands for; d: dimension; price_scale: multiplier.
+      n: the number of points S stands for; d: dimension; price_scale: multiplier (0: no
+        price, the BIC floor included: with ``log_n_weight=0`` the prior on k is flat, as in
+        the R package).
     """
     # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about
     # d·σ̂², and n̄ → 1 as k̂ → n would otherwise make such centres cheap.
     n = jnp.maximum(n, 1.0)
-    return variance * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(n))
+    p = variance * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(n))
+    return jnp.where(price_scale > 0, p, 0.0)  # price_scale = 0: no price at all (the floor too)
 
 
 def prior_rate(lam, price, n, log_n_weight=1.0) -> Array:
