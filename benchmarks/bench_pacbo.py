@@ -390,8 +390,8 @@ T_FAM = 200
 # TUNE_FAMILIES only; every figure reported as held out uses HELDOUT_SEEDS (and the families not in
 # TUNE_FAMILIES were never run while choosing).
 TUNE_SEEDS = range(100, 124)
-HELDOUT_SEEDS = range(0, 50)
-TUNE_FAMILIES = ("four", "ramp")
+HELDOUT_SEEDS = range(500, 550)  # fresh: seeds 0-49 were run once with an earlier price rule
+TUNE_FAMILIES = ("four", "ramp", "unequal")  # unequal: its tuning seeds chose the price's rule
 
 
 def _unequal_stream(seed, T=T_FAM):
@@ -503,7 +503,7 @@ def birch_best(xs, k_t, thresholds=(1.0, 1.5, 2.0, 2.5, 3.0)):
     return out
 
 
-def run_family(learner, xs, n_keys, key_seed=0, params=None):
+def run_family(learner, xs, n_keys, key_seed=0, params=None, mod=js):
     """run_streams of every stream under `n_keys` keys (radius learned: the defaults). `params`: None
     or a list of `Params` (a grid): every (param, key, stream) is one element of one batch.
 
@@ -515,10 +515,10 @@ def run_family(learner, xs, n_keys, key_seed=0, params=None):
     keys = jnp.concatenate([jax.random.split(jax.random.key(key_seed), n_keys * S)] * G)
     pb = jax.tree_util.tree_map(lambda *a: jnp.repeat(jnp.stack(a), n_keys * S, axis=0), *grid)
     x = np.broadcast_to(xs[None, None], (G, n_keys, S, T, d)).reshape(B, T, d)
-    states = js.init_streams(learner, keys, x[:, :0], pb, params_batched=True)
+    states = mod.init_streams(learner, keys, x[:, :0], pb, params_batched=True)
     k = (id(learner), B, T, d)
     if k not in _RUNNERS:
-        _RUNNERS[k] = jax.jit(lambda kk, xx, ss: js.run_streams(learner, kk, xx, ss, trace=_fam_trace))
+        _RUNNERS[k] = jax.jit(lambda kk, xx, ss: mod.run_streams(learner, kk, xx, ss, trace=_fam_trace))
     st, (kk, loss, pk, acc) = jax.block_until_ready(_RUNNERS[k](keys, x, states))
     shp = (G, n_keys, S)
     return (np.asarray(kk).reshape(shp + (T,)), np.asarray(loss, np.float64).reshape(shp + (T,)),
@@ -538,7 +538,7 @@ def summarize(name, k_hat, loss, k_t, oracle):
     err = np.abs(k_hat - k_t[None]).mean()
     L = loss[:, :, 1:].sum(-1)
     ratio = L.mean() / oracle.mean()
-    counts = np.bincount(k_hat[:, :, -1].ravel() - k_t[0, -1] + 3, minlength=7)
+    counts = np.bincount(np.clip((k_hat[:, :, -1] - k_t[None, :, -1]).ravel() + 3, 0, 6), minlength=7)
     return (f"  {name:28s} P(k̂_T=k) {fmt_prop(hit, K_ * S)}; mean|k̂_t−k_t| {err:.2f}; "
             f"k̂_T−k = −3..+3: {counts[:7].tolist()}; loss {L.mean():.0f} (sd {L.std(ddof=1):.0f}) "
             f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
@@ -547,8 +547,6 @@ def summarize(name, k_hat, loss, k_t, oracle):
 def _params(learner, **kw):
     return learner.params._replace(**{k: jnp.asarray(v, learner.params.radius.dtype) for k, v in kw.items()})
 
-
-PREVIOUS = dict(lambda_scale=5.0, price_scale=1.0, lambda_cap=float("inf"))  # defaults before issue 25
 
 
 def families(args):
@@ -560,6 +558,11 @@ def families(args):
     print(f"== families (issue 25): T={T_FAM}, {'TUNING' if args.tune else 'held-out'} seeds "
           f"{seeds[0]}-{seeds[-1]} ({len(seeds)} streams) × {K_} keys, p=50, history 256, N={args.n_steps}, "
           f"radius learned; defaults chosen on {TUNE_FAMILIES} seeds {TUNE_SEEDS.start}-{TUNE_SEEDS.stop - 1}")
+    old_l = None
+    if args.old_src:  # the code before issue 25, its defaults (the package renamed jaxstream_old)
+        sys.path.insert(0, args.old_src)
+        import jaxstream_old as jo
+        old_l = jo.pacbo(50, 256, args.n_steps)
     mean_l = js.pacbo(50, 256, args.n_steps)
     last_l = js.pacbo(50, 256, args.n_steps, estimate="last")
     paper_l = js.pacbo(50, 256, args.n_steps, preset="paper")
@@ -572,11 +575,14 @@ def families(args):
         print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
               f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
         t = time.perf_counter()
-        k, loss, _, _ = run_family(mean_l, xs, K_, params=[mean_l.params, _params(mean_l, **PREVIOUS)])
+        k, loss, _, _ = run_family(mean_l, xs, K_)
         k2, loss2, _, _ = run_family(last_l, xs, K_, params=[last_l.params, paper_l.params])
+        rows = [("PACBO defaults", k[0], loss[0]), ("defaults, one-draw predictor", k2[0], loss2[0]),
+                ('preset="paper"', k2[1], loss2[1])]
+        if old_l is not None:
+            ko, losso, _, _ = run_family(old_l, xs, K_, mod=jo)
+            rows.insert(1, ("before (c9cd111), its defaults", ko[0], losso[0]))
         secs = time.perf_counter() - t
-        rows = [("PACBO defaults", k[0], loss[0]), ("previous defaults", k[1], loss[1]),
-                ("defaults, one-draw predictor", k2[0], loss2[0]), ('preset="paper"', k2[1], loss2[1])]
         for label, kk, ll in rows:
             line, res = summarize(label, kk, ll, k_t, orc)
             print(line)
@@ -645,8 +651,7 @@ def speed_ab(args):
     """Old against new in one process, interleaved: `--old-src DIR` holds the old package renamed
     ``jaxstream_old`` (``git archive c9cd111 jaxstream | tar -x -C DIR && mv DIR/jaxstream
     DIR/jaxstream_old``). One stream (T=200, four groups, radius learned) and one run_streams call
-    (B streams with 200 points stored, a few rounds); the new code with its defaults and with the
-    old defaults (the same k̂ path as the old code, so the code's own cost)."""
+    (B streams with 200 points stored, a few rounds), each code with its own defaults."""
     sys.path.insert(0, args.old_src)
     import jaxstream_old as jo
     xs, _ = four_groups_stream(0, 200)
@@ -654,7 +659,7 @@ def speed_ab(args):
     data = np.stack([four_groups_stream(s, W + Tb)[0] for s in range(B)])
     keys = jax.random.split(jax.random.key(2), B)
     cases = []
-    for name, mod, kw in [("old", jo, {}), ("new", js, {}), ("new, old defaults", js, PREVIOUS)]:
+    for name, mod, kw in [("old", jo, {}), ("new", js, {})]:
         lrn = mod.pacbo(50, 256, args.n_steps, **kw)
         s0 = lrn.init(jax.random.key(0), xs[:0])
         one = jax.jit(lambda k, x, s, lrn=lrn, mod=mod: mod.run_stream(lrn, k, x, s, trace="loss"))
@@ -706,7 +711,8 @@ def main(argv=None):
     ap.add_argument("--drift-streams", type=int, default=20)
     ap.add_argument("--drift-seed0", type=int, default=0)
     ap.add_argument("--windows", type=int, nargs="*", default=[64, 128])
-    ap.add_argument("--old-src", default=None, help="speed old vs new interleaved (see speed_ab), then exit")
+    ap.add_argument("--old-src", default=None, help="with --families: also the old code's defaults; alone: speed old "
+                    "vs new interleaved (see speed_ab), then exit")
     ap.add_argument("--ab-batch", type=int, default=64)
     ap.add_argument("--ab-rounds", type=int, default=5)
     ap.add_argument("--ab-repeats", type=int, default=5)

@@ -240,6 +240,8 @@ def test_proposal_rows_match_numpy(k):
             np.testing.assert_array_equal(np.asarray(rows.counts[r])[:kk], np.bincount(a, minlength=kk))
             assert float(rows.within_ss[r]) == pytest.approx(
                 sum(np_loss(x, np.asarray(rows.centers[r]), kk) for x in X), rel=1e-6)
+            w_j = np.bincount(a, [np_loss(x, np.asarray(rows.centers[r]), kk) for x in X], minlength=kk)
+            assert float(rows.max_within[r]) == pytest.approx(w_j.max(), rel=1e-5)
 
 
 def test_price_and_schedules_match_formulas():
@@ -249,9 +251,10 @@ def test_price_and_schedules_match_formulas():
     # k̂ + 1 row without degrees of freedom: the k̂ row's variance; one point: undefined.
     assert float(Q.noise_variance(0.0, 4.0, 30.0, 3.0, 4.0, d)) == pytest.approx(30.0 / d)
     assert np.isnan(float(Q.noise_variance(0.0, 2.0, 0.0, 1.0, 1.0, d)))
-    assert float(Q.centre_price(var, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
-    assert float(Q.centre_price(var, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)
-    assert float(Q.centre_price(var, 40.0, n, d, 0.0)) == 0.0  # price_scale = 0: no price, floor included
+    w_max = 90.0  # the widest cluster's W_j: its noise split saves (2/(π·d))·W_max
+    assert float(Q.centre_price(var, w_max, n, d, 3.0)) == pytest.approx(3 * (2 / (math.pi * d)) * w_max)
+    assert float(Q.centre_price(var, 5.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)  # the floor
+    assert float(Q.centre_price(var, w_max, n, d, 0.0)) == 0.0  # price_scale = 0: no price, floor included
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
     assert float(Q.prior_rate(0.2, 7.0, 9.0, 0.5)) == pytest.approx(1.4 + 0.5 * math.log(9.0))
     assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2)) == pytest.approx(5 * 4 / (10 * 4))

@@ -64,18 +64,20 @@ grows). The first point's loss is measured from the initial centre (the mean
 of ``x_init``, or the origin), the one loss that is not shift-equivariant; it
 enters the second-order term of S as 0 (there was no partition to predict with).
 
-Defaults (issue 25): price_scale = 2, lambda_scale = 10, lambda_cap = 1,
-chosen on tuning streams only (the four groups of the slides, 50 points each,
-seeds 100–123 × 2 keys, and the ten-group ramp, seeds 100–123; T = 200,
-`benchmarks/bench_pacbo.py --families`). The earlier defaults (1, 5, no cap)
-let k̂ run away upwards: once a spurious centre is accepted, σ̂ (measured on
-the k̂ + 1 row) shrinks, which lowers the price and raises λ ∝ 1/σ̂, so the
-next split is cheaper (one stream went to k̂ = 12 on four groups; P(k̂_T = 4)
-was 0.81 on the tuning streams, 1.00 with the new defaults). The cap
-λ_t ≤ lambda_cap/(2σ̂²) keeps the quasi-posterior no sharper than the Gaussian
-likelihood of noise σ̂ in the first rounds, where λ ∝ 1/√n is large and σ̂
-rests on a few degrees of freedom. ``preset="paper"`` (`PRESETS`) restores
-the spec's and the R package's choices.
+Defaults (issue 25): price_scale = 2 with the price set by the widest
+cluster (`quasi_posterior`), lambda_scale = 10, lambda_cap = 1, chosen on
+tuning streams (`benchmarks/bench_pacbo.py --families --tune`: the four groups
+of the slides, 50 points each, and the ten-group ramp, seeds 100–123, T = 200;
+the price's rule also on four groups of unequal sizes and spreads, seeds
+100–123). The earlier defaults (price of an average cluster with
+price_scale 1, lambda_scale 5, no cap) let k̂ run away upwards: once a
+spurious centre is accepted, σ̂ (measured on the k̂ + 1 row) shrinks, which
+lowered the price and raises λ ∝ 1/σ̂, so the next split was cheaper (one
+stream went to k̂ = 12 on four groups). The cap λ_t ≤ lambda_cap/(2σ̂²) keeps
+the quasi-posterior no sharper than the Gaussian likelihood of noise σ̂ in
+the first rounds, where λ ∝ 1/√n is large and σ̂ rests on a few degrees of
+freedom. ``preset="paper"`` (`PRESETS`) restores the spec's and the R
+package's choices.
 
 History: a ``history_size`` buffer of points with the loss of their
 prediction and their arrival index. ``history_policy="reservoir"`` keeps a
@@ -329,7 +331,8 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     lam = jnp.minimum(lam, params.lambda_cap / (2.0 * sigma ** 2))
     lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
     ball = params.prior_scale * R
-    price = centre_price(sigma ** 2, k_rows[2], n_f, d, params.price_scale)
+    w_max = weight * jnp.where(rows.valid[2], rows.max_within[2], rows.max_within[1])
+    price = centre_price(sigma ** 2, w_max, n_f, d, params.price_scale)
     eta = prior_rate(lam, price, n_f, params.log_n_weight)
     # At most as many centres as points: the k̂ + 1 row only while k̂ + 1 ≤ n. (Allowing k̂ + 1 = n,
     # a centre on each point, lets k̂ reach k one round earlier on a short stream: four groups,
