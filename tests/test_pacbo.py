@@ -898,16 +898,16 @@ def test_paper_preset_is_the_spec_and_explicit_arguments_win():
 def test_defaults_identify_four_groups():
     """Four balanced groups of the slides (T = 200, random order), 8 streams × 2 keys in one
     run_streams call (p = 10, H = 128, N = 200): with the defaults k̂_T = 4 in at least 15 of 16
-    (the benchmark's held-out streams, p = 50, N = 500: 100/100). Power check: the previous
-    defaults (lambda_scale 5, price_scale 1, no cap) end above 4 on some of the same runs."""
+    (the benchmark's held-out streams, p = 50, N = 500: 100/100). Power check: the paper's flat
+    prior on k (``preset="paper"``) ends above 4 on the same runs."""
     from jaxstream.datasets import make_four_groups_stream
     xs = np.stack([make_four_groups_stream(200, 300 + s) for s in range(8)] * 2).astype(np.float32)
     keys = jax.random.split(jax.random.PRNGKey(21), 16)
     ks = []
-    for kw in ({}, dict(lambda_scale=5.0, price_scale=1.0, lambda_cap=float("inf"))):
+    for kw in ({}, dict(preset="paper")):
         learner = jaxstream.pacbo(CAP, 128, 200, **kw)
         states = jaxstream.init_streams(learner, keys, xs[:, :0])
         st, _ = jaxstream.run_streams(learner, keys, xs, states, trace=None)
         ks.append(np.asarray(st.n_clusters))
     assert np.sum(ks[0] == 4) >= 15, ks[0]
-    assert np.sum(ks[1] == 4) < 15 and np.all(ks[1] >= 4), ks[1]
+    assert np.sum(ks[1] == 4) < 15 and ks[1].mean() > 4.5, ks[1]
