@@ -53,7 +53,8 @@ class Params(NamedTuple):
       lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
       prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
       price_scale: a centre costs price_scale × the saving expected from
-        splitting an average pure-noise cluster (`quasi_posterior`; 2).
+        splitting the widest cluster of the k̂ + 1 row if it were pure noise
+        (`quasi_posterior`; 2; 0: no price at all).
       log_n_weight: the prior rate adds log_n_weight·log n nats per centre
         (the odds of an extra empty centre are at most n^−log_n_weight; 1/2).
       noise_scale: σ, the unit of length of λ (λ ∝ 1/(R·σ)); NaN (default):
