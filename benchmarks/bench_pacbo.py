@@ -27,6 +27,22 @@ Prints:
 
 R is the largest norm of each stream (what the R package recommends).
 
+Issue 25 / 22 modes (each prints its figures and exits):
+  --families [NAMES]: the stream families (four groups of 50; unequal sizes and
+     spreads; the ten-group ramp; six groups in 3-D; four groups 3σ apart), T=200,
+     radius learned, held-out seeds 500-549 × 2 keys (--tune: the tuning seeds
+     100-123 on which the defaults were chosen): P(k̂_T = k) with Wilson 95 %
+     intervals, mean |k̂_t − k_t|, the loss of rounds 2..T against the running-mean
+     oracle; the defaults, the one-draw predictor (estimate="last"), preset="paper",
+     the code before issue 25 (--old-src DIR) and scikit-learn's Birch at the
+     threshold with the most k̂_T = k (then the lowest loss), chosen on the first
+     --birch-streams streams themselves (Birch is imported lazily).
+  --drift: four groups moving +20 in x over 400 points, reservoir vs window
+     (--windows 64 128), against each group's last-10-points oracle; the same on
+     still groups.
+  --old-src DIR alone: speed of the old package (renamed jaxstream_old in DIR)
+     against this one, interleaved in one process.
+
 Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
          [--skip-quality] [--skip-third] [--skip-equivariance] [--chains 1 4]
          [--skip-growing] [--skip-speed]
