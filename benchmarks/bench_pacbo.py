@@ -27,6 +27,22 @@ Prints:
 
 R is the largest norm of each stream (what the R package recommends).
 
+Issue 25 / 22 modes (each prints its figures and exits):
+  --families [NAMES]: the stream families (four groups of 50; unequal sizes and
+     spreads; the ten-group ramp; six groups in 3-D; four groups 3σ apart), T=200,
+     radius learned, held-out seeds 500-549 × 2 keys (--tune: the tuning seeds
+     100-123 on which the defaults were chosen): P(k̂_T = k) with Wilson 95 %
+     intervals, mean |k̂_t − k_t|, the loss of rounds 2..T against the running-mean
+     oracle; the defaults, the one-draw predictor (estimate="last"), preset="paper",
+     the code before issue 25 (--old-src DIR) and scikit-learn's Birch at the
+     threshold with the most k̂_T = k (then the lowest loss), chosen on the first
+     --birch-streams streams themselves (Birch is imported lazily).
+  --drift: four groups moving +20 in x over 400 points, reservoir vs window
+     (--windows 64 128), against each group's last-10-points oracle; the same on
+     still groups.
+  --old-src DIR alone: speed of the old package (renamed jaxstream_old in DIR)
+     against this one, interleaved in one process.
+
 Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
          [--skip-quality] [--skip-third] [--skip-equivariance] [--chains 1 4]
          [--skip-growing] [--skip-speed]
@@ -34,6 +50,7 @@ Usage: python benchmarks/bench_pacbo.py [--out DIR] [--seeds 10] [--n-steps 500]
          [--baseline-src DIR]
 """
 import argparse
+import math
 import os
 import platform
 import sys
@@ -379,6 +396,311 @@ def baseline_speed(args):
     subprocess.run(cmd, env=env, check=True)
 
 
+# ----------------------------------------------------------------------------
+# Families of streams (issue 25): P(k̂_T = k) with Wilson intervals, losses against the
+# running-mean oracle and Birch at its best threshold
+# ----------------------------------------------------------------------------
+
+T_FAM = 200
+# Seeds of the families' streams: defaults were chosen on TUNE_SEEDS of the families in
+# TUNE_FAMILIES only; every figure reported as held out uses HELDOUT_SEEDS (and the families not in
+# TUNE_FAMILIES were never run while choosing).
+TUNE_SEEDS = range(100, 124)
+HELDOUT_SEEDS = range(500, 550)  # fresh: seeds 0-49 were run once with an earlier price rule
+TUNE_FAMILIES = ("four", "ramp", "unequal")  # unequal: its tuning seeds chose the price's rule
+
+
+def _unequal_stream(seed, T=T_FAM):
+    """Four groups, unequal sizes (weights 0.4, 0.3, 0.2, 0.1) and sds (0.6, 1.0, 1.4, 0.8): the
+    slides' means × 1.5 (neighbours ≥ 6.2 apart, ≥ 4.4 pooled sds). Labels i.i.d."""
+    rng = np.random.default_rng(7000 + seed)
+    means = 1.5 * MEANS4
+    sd = np.array([0.6, 1.0, 1.4, 0.8])
+    lab = rng.choice(4, T, p=[0.4, 0.3, 0.2, 0.1])
+    return means[lab] + sd[lab, None] * rng.standard_normal((T, 2)), lab
+
+
+def _six3d_stream(seed, T=T_FAM):
+    """Six groups in 3-D (`third_stream`: σ = 0.5, means ≥ 4 = 8σ apart, Dirichlet(2) weights)."""
+    xs, lab, _ = third_stream(seed, T)
+    return xs.astype(np.float64), lab
+
+
+def _close_stream(seed, T=T_FAM):
+    """Four unit-variance groups on a square of side 3 (neighbours 3σ apart: closer than 4σ),
+    balanced, random order; the k target is not expected here (the mixture is nearly unimodal
+    along the sides)."""
+    rng = np.random.default_rng(9000 + seed)
+    means = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0], [3.0, 3.0]])
+    lab = (np.arange(T) % 4)[rng.permutation(T)]
+    return means[lab] + rng.standard_normal((T, 2)), lab
+
+
+def _four_stream(seed, T=T_FAM):
+    from jaxstream.datasets import make_four_groups_stream
+    xs, lab, _ = make_four_groups_stream(T, seed, balanced=True, return_truth=True)
+    return xs, lab
+
+
+def _ramp_stream(seed, T=T_FAM):
+    from jaxstream.datasets import make_ramp_clusters_stream
+    xs, lab, _ = make_ramp_clusters_stream(T, seed=seed, return_truth=True)
+    return xs, lab
+
+
+FAMILIES = {
+    # name: (generator(seed) -> (xs (T, d), labels (T,)), well separated?)
+    "four": (_four_stream, True),        # the slides' four groups, 50 points each, random order
+    "unequal": (_unequal_stream, True),  # unequal sizes and variances
+    "ramp": (_ramp_stream, True),        # ten groups on a circle, a new one every 20 points
+    "six3d": (_six3d_stream, True),      # six groups in 3-D
+    "close": (_close_stream, False),     # four groups 3σ apart
+}
+
+
+def family_data(name, seeds):
+    """(xs (S, T, d) float32, labels (S, T), k_t (S, T) groups seen up to round t)."""
+    gen = FAMILIES[name][0]
+    data = [gen(s) for s in seeds]
+    xs = np.stack([d[0] for d in data]).astype(np.float32)
+    lab = np.stack([d[1] for d in data])
+    k_t = np.stack([[len(set(l[:t + 1].tolist())) for t in range(len(l))] for l in lab])
+    return xs, lab, k_t
+
+
+def running_mean_oracle(xs, labels):
+    """Per-round loss (rounds 2..T) of the oracle predicting x_t by the running mean of its group's
+    earlier points (a group's first point: the nearest other group's running mean)."""
+    from jaxstream.datasets import last_points_oracle_loss
+    return last_points_oracle_loss(np.asarray(xs, np.float64), labels, window=len(xs), t0=1)
+
+
+def wilson(successes, n, z=1.96):
+    """Wilson score interval (lo, hi) of a binomial proportion."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = successes / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def fmt_prop(successes, n):
+    lo, hi = wilson(successes, n)
+    return f"{successes / n:.3f} [{lo:.2f}, {hi:.2f}] ({successes}/{n})"
+
+
+def birch_prequential(xs, threshold):
+    """Birch (scikit-learn, n_clusters=None: the subcluster centroids are the centres), learned
+    point by point with partial_fit; per-round loss of rounds 2..T and the number of centres k̂_t
+    after each round."""
+    from sklearn.cluster import Birch
+    xs = np.asarray(xs, np.float64)
+    m = Birch(threshold=threshold, n_clusters=None, compute_labels=False)
+    losses, ks = [], []
+    for t in range(len(xs)):
+        if t:
+            c = m.subcluster_centers_
+            losses.append(float(np.min(np.sum((c - xs[t]) ** 2, axis=1))))
+        m.partial_fit(xs[t:t + 1])
+        ks.append(len(m.subcluster_centers_))
+    return np.array(losses), np.array(ks)
+
+
+def birch_best(xs, k_t, thresholds=(1.0, 1.5, 2.0, 2.5, 3.0)):
+    """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T),
+    per-round losses (S, T − 1))}."""
+    out = {}
+    for th in thresholds:
+        res = [birch_prequential(x, th) for x in xs]
+        out[th] = (np.array([r[0].sum() for r in res]), np.stack([r[1] for r in res]),
+                   np.stack([r[0] for r in res]))
+    return out
+
+
+def run_family(learner, xs, n_keys, key_seed=0, params=None, mod=js):
+    """run_streams of every stream under `n_keys` keys (radius learned: the defaults). `params`: None
+    or a list of `Params` (a grid): every (param, key, stream) is one element of one batch.
+
+    Returns (k_t (G, K, S, T), loss (G, K, S, T), k_probs_last (G, K, S, p), acceptance (G, K, S))."""
+    S, T, d = xs.shape
+    grid = [learner.params] if params is None else list(params)
+    G = len(grid)
+    B = G * n_keys * S
+    keys = jnp.concatenate([jax.random.split(jax.random.key(key_seed), n_keys * S)] * G)
+    pb = jax.tree_util.tree_map(lambda *a: jnp.repeat(jnp.stack(a), n_keys * S, axis=0), *grid)
+    x = np.broadcast_to(xs[None, None], (G, n_keys, S, T, d)).reshape(B, T, d)
+    states = mod.init_streams(learner, keys, x[:, :0], pb, params_batched=True)
+    k = (id(learner), B, T, d)
+    if k not in _RUNNERS:
+        _RUNNERS[k] = jax.jit(lambda kk, xx, ss: mod.run_streams(learner, kk, xx, ss, trace=_fam_trace))
+    st, (kk, loss, pk, acc) = jax.block_until_ready(_RUNNERS[k](keys, x, states))
+    shp = (G, n_keys, S)
+    return (np.asarray(kk).reshape(shp + (T,)), np.asarray(loss, np.float64).reshape(shp + (T,)),
+            np.asarray(st.k_probs).reshape(shp + (-1,)), np.asarray(acc).reshape(shp + (T,)).mean(-1))
+
+
+def _fam_trace(state, x, info):
+    return info.n_clusters, info.loss, (), info.acceptance_rate
+
+
+def summarize(name, k_hat, loss, k_t, oracle):
+    """One line: P(k̂_T = k_T) with its Wilson interval, mean |k̂_t − k_t|, loss (rounds 2..T) mean and
+    its ratio to the oracle's. k_hat, loss (K, S, T); k_t (S, T); oracle (S,) losses."""
+    K_, S, T = k_hat.shape
+    # k̂ after round t predicts round t+1: compare it with the groups seen up to round t.
+    hit = int(np.sum(k_hat[:, :, -1] == k_t[None, :, -1]))
+    err = np.abs(k_hat - k_t[None]).mean()
+    L = loss[:, :, 1:].sum(-1)
+    ratio = L.mean() / oracle.mean()
+    counts = np.bincount(np.clip((k_hat[:, :, -1] - k_t[None, :, -1]).ravel() + 3, 0, 6), minlength=7)
+    return (f"  {name:28s} P(k̂_T=k) {fmt_prop(hit, K_ * S)}; mean|k̂_t−k_t| {err:.2f}; "
+            f"k̂_T−k = −3..+3: {counts[:7].tolist()}; loss {L.mean():.0f} (sd {L.std(ddof=1):.0f}) "
+            f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
+
+
+def _params(learner, **kw):
+    return learner.params._replace(**{k: jnp.asarray(v, learner.params.radius.dtype) for k, v in kw.items()})
+
+
+
+def families(args):
+    """Issue 25: every family on held-out seeds × keys: the defaults, the previous defaults, the
+    one-draw predictor (estimate="last") with the defaults, the paper preset; the running-mean
+    oracle and Birch at its best threshold on these same streams."""
+    seeds = list(TUNE_SEEDS if args.tune else HELDOUT_SEEDS)[: args.fam_streams]
+    K_ = args.fam_keys
+    print(f"== families (issue 25): T={T_FAM}, {'TUNING' if args.tune else 'held-out'} seeds "
+          f"{seeds[0]}-{seeds[-1]} ({len(seeds)} streams) × {K_} keys, p=50, history 256, N={args.n_steps}, "
+          f"radius learned; defaults chosen on {TUNE_FAMILIES} seeds {TUNE_SEEDS.start}-{TUNE_SEEDS.stop - 1}")
+    old_l = None
+    if args.old_src:  # the code before issue 25, its defaults (the package renamed jaxstream_old)
+        sys.path.insert(0, args.old_src)
+        import jaxstream_old as jo
+        old_l = jo.pacbo(50, 256, args.n_steps)
+    mean_l = js.pacbo(50, 256, args.n_steps)
+    last_l = js.pacbo(50, 256, args.n_steps, estimate="last")
+    paper_l = js.pacbo(50, 256, args.n_steps, preset="paper")
+    assert paper_l.config == last_l.config
+    out = {}
+    for name in args.families:
+        xs, lab, k_t = family_data(name, seeds)
+        orc = np.array([running_mean_oracle(x, l).sum() for x, l in zip(xs, lab)])
+        sep = "well separated" if FAMILIES[name][1] else "NOT well separated"
+        print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
+              f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
+        t = time.perf_counter()
+        k, loss, _, _ = run_family(mean_l, xs, K_)
+        k2, loss2, _, _ = run_family(last_l, xs, K_, params=[last_l.params, paper_l.params])
+        rows = [("PACBO defaults", k[0], loss[0]), ("defaults, one-draw predictor", k2[0], loss2[0]),
+                ('preset="paper"', k2[1], loss2[1])]
+        if old_l is not None:
+            ko, losso, _, _ = run_family(old_l, xs, K_, mod=jo)
+            rows.insert(1, ("before (c9cd111), its defaults", ko[0], losso[0]))
+        secs = time.perf_counter() - t
+        for label, kk, ll in rows:
+            line, res = summarize(label, kk, ll, k_t, orc)
+            print(line)
+            out[(name, label)] = res
+        if not args.no_birch:
+            try:
+                nb = min(args.birch_streams, len(xs))
+                bb = birch_best(xs[:nb], k_t[:nb])
+            except ImportError:
+                print("  (scikit-learn not installed: no Birch)")
+                bb = None
+            if bb:
+                # Best threshold: the most streams with k̂_T = k, then the lower loss (a small threshold
+                # memorises the stream: the lowest loss with k̂ in the dozens, printed below).
+                kb_ = k_t[:nb]
+                best = max(bb, key=lambda th: (np.mean(bb[th][1][:, -1] == kb_[:, -1]), -bb[th][0].mean()))
+                cells = ", ".join(f"{th}: {bb[th][0].mean():.0f}/{np.mean(bb[th][1][:, -1] == kb_[:, -1]):.2f}"
+                                  for th in bb)
+                per_round = np.concatenate([np.zeros((nb, 1)), bb[best][2]], 1)
+                line, res = summarize(f"Birch, best threshold {best}", bb[best][1][None], per_round[None], kb_,
+                                      orc[:nb])
+                print(line + f" (first {nb} streams; their oracle {orc[:nb].mean():.0f})")
+                line, _ = summarize("PACBO defaults, same streams", k[0][:, :nb], loss[0][:, :nb], kb_, orc[:nb])
+                print(line)
+                print(f"    Birch loss / P(k̂_T=k) by threshold (first {nb} streams): {cells}")
+                out[(name, "birch")] = res
+        print(f"  ({secs:.0f}s for the PACBO runs)", flush=True)
+    return out
+
+
+def drift(args):
+    """Issue 22.2: four groups whose means move +20 in x over 400 points (`make_drifting_clusters_stream`),
+    against the oracle predicting with each group's last 10 points; the same learners on the stationary
+    four groups (T=400, balanced) to see what forgetting costs there."""
+    from jaxstream.datasets import last_points_oracle_loss, make_drifting_clusters_stream, make_four_groups_stream
+    seeds = list(range(args.drift_seed0, args.drift_seed0 + args.drift_streams))
+    K_, T = args.fam_keys, 400
+    print(f"== drift (issue 22.2): four groups moving +20 in x over T={T}; seeds {seeds[0]}-{seeds[-1]} × {K_} keys; "
+          f"oracle: each group's last 10 points (rounds 2..T)")
+    variants = [("reservoir (default)", dict())] + [
+        (f"window H={h}", dict(history_policy="window", history_size=h)) for h in args.windows]
+    for kind in ("drifting", "stationary"):
+        data = []
+        for s_ in seeds:
+            if kind == "drifting":
+                x, l, _ = make_drifting_clusters_stream(T, seed=s_, return_truth=True)
+            else:
+                x, l, _ = make_four_groups_stream(T, s_, balanced=True, return_truth=True)
+            data.append((x, l))
+        xs = np.stack([d[0] for d in data]).astype(np.float32)
+        lab = np.stack([d[1] for d in data])
+        k_t = np.full(lab.shape, 4)
+        orc = np.array([np.nansum(last_points_oracle_loss(x, l, window=10, t0=1)) for x, l in data])
+        orc_rm = np.array([running_mean_oracle(x, l).sum() for x, l in data])
+        print(f"-- {kind}: last-10-points oracle {orc.mean():.0f}; running-mean oracle {orc_rm.mean():.0f}", flush=True)
+        for label, kw in variants:
+            h = kw.pop("history_size", 256)
+            lrn = js.pacbo(50, h, args.n_steps, **kw)
+            kw["history_size"] = h
+            k, loss, _, _ = run_family(lrn, xs, K_)
+            line, _ = summarize(label, k[0], loss[0], k_t, orc)
+            print(line + " (ratio to the last-10 oracle)", flush=True)
+
+
+def speed_ab(args):
+    """Old against new in one process, interleaved: `--old-src DIR` holds the old package renamed
+    ``jaxstream_old`` (``git archive c9cd111 jaxstream | tar -x -C DIR && mv DIR/jaxstream
+    DIR/jaxstream_old``). One stream (T=200, four groups, radius learned) and one run_streams call
+    (B streams with 200 points stored, a few rounds), each code with its own defaults."""
+    sys.path.insert(0, args.old_src)
+    import jaxstream_old as jo
+    xs, _ = four_groups_stream(0, 200)
+    B, W, Tb = args.ab_batch, 200, args.ab_rounds
+    data = np.stack([four_groups_stream(s, W + Tb)[0] for s in range(B)])
+    keys = jax.random.split(jax.random.key(2), B)
+    cases = []
+    for name, mod, kw in [("old", jo, {}), ("new", js, {})]:
+        lrn = mod.pacbo(50, 256, args.n_steps, **kw)
+        s0 = lrn.init(jax.random.key(0), xs[:0])
+        one = jax.jit(lambda k, x, s, lrn=lrn, mod=mod: mod.run_stream(lrn, k, x, s, trace="loss"))
+        one = one.lower(jax.random.key(1), xs, s0).compile()
+        st = mod.init_streams(lrn, keys, data[:, :W])
+        many = jax.jit(lambda k, x, s, lrn=lrn, mod=mod: mod.run_streams(lrn, k, x, s))
+        many = many.lower(keys, data[:, W:], st).compile()
+        cases.append((name, lambda one=one, s0=s0: one(jax.random.key(1), xs, s0),
+                       lambda many=many, st=st: many(keys, data[:, W:], st)))
+    times = {(n, w): [] for n, _, _ in cases for w in ("one", "many")}
+    for rep in range(args.ab_repeats):
+        for name, f1, fm in cases:
+            for w, f in (("one", f1), ("many", fm)):
+                t = time.perf_counter()
+                jax.block_until_ready(f())
+                times[(name, w)].append(time.perf_counter() - t)
+    print(f"== speed, old vs new interleaved ({args.ab_repeats} rounds of all cases; min and median), "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    for name, _, _ in cases:
+        a, b = np.array(times[(name, "one")]), np.array(times[(name, "many")])
+        print(f"  {name:18s}: one stream T=200: min {a.min():.2f}s median {np.median(a):.2f}s; "
+              f"run_streams B={B}, {Tb} rounds: min {b.min():.2f}s median {np.median(b):.2f}s "
+              f"({B * Tb / b.min():.0f} stream-rounds/s at the min)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
@@ -394,6 +716,22 @@ def main(argv=None):
                     help="directory holding an older jaxstream package (e.g. the pre-issue-8 code: "
                          "git archive 4c045f6 jaxstream | tar -x -C DIR) to time with the same runs")
     ap.add_argument("--only-batch-speed", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--families", nargs="*", default=None,
+                    help=f"run the issue-25 families ({', '.join(FAMILIES)}) and nothing else")
+    ap.add_argument("--fam-streams", type=int, default=50)
+    ap.add_argument("--fam-keys", type=int, default=2)
+    ap.add_argument("--tune", action="store_true", help="families on the tuning seeds instead of the held-out ones")
+    ap.add_argument("--no-birch", action="store_true")
+    ap.add_argument("--birch-streams", type=int, default=20, help="Birch on the first N streams (slow: ~1 s a stream)")
+    ap.add_argument("--drift", action="store_true", help="issue 22.2: forgetting on drifting groups, then exit")
+    ap.add_argument("--drift-streams", type=int, default=20)
+    ap.add_argument("--drift-seed0", type=int, default=0)
+    ap.add_argument("--windows", type=int, nargs="*", default=[64, 128])
+    ap.add_argument("--old-src", default=None, help="with --families: also the old code's defaults; alone: speed old "
+                    "vs new interleaved (see speed_ab), then exit")
+    ap.add_argument("--ab-batch", type=int, default=64)
+    ap.add_argument("--ab-rounds", type=int, default=5)
+    ap.add_argument("--ab-repeats", type=int, default=5)
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-growing", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
@@ -405,6 +743,16 @@ def main(argv=None):
     if len(args.batch_rounds) != len(args.batches):
         ap.error("--batch-rounds needs one value per --batches value")
     print(f"jax {jax.__version__}, {jax.devices()}, python {sys.version.split()[0]}")
+    if args.families is not None:
+        args.families = args.families or list(FAMILIES)
+        families(args)
+        return
+    if args.drift:
+        drift(args)
+        return
+    if args.old_src:
+        speed_ab(args)
+        return
     learner = js.pacbo(50, 256, args.n_steps)
     if args.only_batch_speed:
         print(f"jaxstream from {os.path.dirname(js.__file__)}")

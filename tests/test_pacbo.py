@@ -22,7 +22,7 @@ from jaxstream.clustering import kernel as K
 from jaxstream.clustering import lloyd as L
 from jaxstream.clustering import pacbo as P
 from jaxstream.clustering import quasi_posterior as Q
-from jaxstream.clustering import wrapper as W
+from jaxstream._wrapper import MIN_PAD
 
 D = 2
 CAP = 10         # max_clusters: > 8, two blocks of centre slots
@@ -48,24 +48,25 @@ T_SMALL = 24      # the length of the shared learner's test streams
 def small():
     """A small learner (p = 10), a stream, and ``run(key, xs, state, offset=0)`` shared by most
     learner tests: it learns xs point by point through the `PACBO` wrapper's compiled program for
-    this configuration (a masked scan over 8 rows, the first one valid), so that the learner tests
+    this configuration (`run_stream` of a batch padded to `MIN_PAD` = 8 rows, the first one valid,
+    as `PACBO.partial_fit` pads a short batch), so that the learner tests
     and the wrapper tests compile the update once between them. Round t uses the key
     ``fold_in(key, offset + t)``, as `run_stream` does. Returns ``(state, (info, centers, n_clusters,
     ids))``: per round, the `Info` and the partition that predicted x_t (before the update). The
     learner's radius is a parameter, so ``learner.init(key, x0, P.default_params())`` runs the
     same program with a learned radius."""
     learner = jaxstream.pacbo(CAP, HIST, STEPS, radius=12.0)
-    runner = W._runner(tuple(sorted(learner.config.items())))
     xs = four_groups(0, T_SMALL)
-    mask = np.arange(W._MIN_BATCH) < 1
+    mask = np.arange(MIN_PAD) < 1
 
     def run(key, xs, state, offset=0):
         rec = []
         for t in range(xs.shape[0]):
-            xp = np.zeros((W._MIN_BATCH, xs.shape[1]), xs.dtype)
+            xp = np.zeros((MIN_PAD, xs.shape[1]), xs.dtype)
             xp[0] = xs[t]
             before = state
-            state, info = runner(key, xp, state, mask, offset + t)
+            state, info = jaxstream.run_stream(learner, key, xp, state, mask=mask, trace="info",
+                                               step_offset=offset + t)
             rec.append((jax.tree_util.tree_map(lambda a: np.asarray(a)[0], info), np.asarray(before.centers),
                         np.asarray(before.n_clusters), np.asarray(before.ids)))
         return state, jax.tree_util.tree_map(lambda *a: np.stack(a), *rec)
@@ -239,6 +240,8 @@ def test_proposal_rows_match_numpy(k):
             np.testing.assert_array_equal(np.asarray(rows.counts[r])[:kk], np.bincount(a, minlength=kk))
             assert float(rows.within_ss[r]) == pytest.approx(
                 sum(np_loss(x, np.asarray(rows.centers[r]), kk) for x in X), rel=1e-6)
+            w_j = np.bincount(a, [np_loss(x, np.asarray(rows.centers[r]), kk) for x in X], minlength=kk)
+            assert float(rows.max_within[r]) == pytest.approx(w_j.max(), rel=1e-5)
 
 
 def test_price_and_schedules_match_formulas():
@@ -248,8 +251,10 @@ def test_price_and_schedules_match_formulas():
     # k̂ + 1 row without degrees of freedom: the k̂ row's variance; one point: undefined.
     assert float(Q.noise_variance(0.0, 4.0, 30.0, 3.0, 4.0, d)) == pytest.approx(30.0 / d)
     assert np.isnan(float(Q.noise_variance(0.0, 2.0, 0.0, 1.0, 1.0, d)))
-    assert float(Q.centre_price(var, k1, n, d, 3.0)) == pytest.approx(3 * (2 / math.pi) * (n / k1) * var)
-    assert float(Q.centre_price(var, 40.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)
+    w_max = 90.0  # the widest cluster's W_j: its noise split saves (2/(π·d))·W_max
+    assert float(Q.centre_price(var, w_max, n, d, 3.0)) == pytest.approx(3 * (2 / (math.pi * d)) * w_max)
+    assert float(Q.centre_price(var, 5.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)  # the floor
+    assert float(Q.centre_price(var, w_max, n, d, 0.0)) == 0.0  # price_scale = 0: no price, floor included
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
     assert float(Q.prior_rate(0.2, 7.0, 9.0, 0.5)) == pytest.approx(1.4 + 0.5 * math.log(9.0))
     assert float(Q.lambda_schedule(5.0, 0.5, 10.0, 17, 2)) == pytest.approx(5 * 4 / (10 * 4))
@@ -340,7 +345,8 @@ def test_k_plus_one_row_allows_a_centre_per_point():
     assert np.isfinite(np.asarray(two.log_weights)[2]) and np.isneginf(np.asarray(one.log_weights)[2])
     assert np.isneginf(np.asarray(two.log_weights)[0])   # no k = 0 row
     # history_policy="window": n stays at H once full, so fewer centres than points (k̂ + 1 < n)
-    win = jax.jit(lambda s: P.round_target(s, history_policy="window").family)
+    wcfg = P.Config(CAP, HIST, STEPS, history_policy="window")
+    win = jax.jit(lambda s: P.round_target(s, wcfg).family)
     x3 = np.array([[0.0, 0.0], [3.0, 1.0], [0.0, 3.0]], np.float32)
     assert np.isneginf(np.asarray(win(learner.init(jax.random.PRNGKey(0), x)).log_weights)[2])
     assert np.isfinite(np.asarray(win(learner.init(jax.random.PRNGKey(0), x3)).log_weights)[2])
@@ -661,13 +667,13 @@ def test_learner_finds_separated_clusters_and_reports_sizes():
     xs = (centres[truth] + 0.5 * rng.standard_normal((n, 2))).astype(np.float32)
     model = jaxstream.PACBO(radius=10.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=0)
     for i in range(0, n, 8):
-        model.learn_many(xs[i:i + 8])
-    assert model.n_clusters == 3
+        model.partial_fit(xs[i:i + 8])
+    assert model.n_clusters_ == 3
     labels = model.predict(xs)
     assert set(labels.tolist()) == set(model.labels_.tolist())
     assert len(set(zip(labels.tolist(), truth.tolist()))) == 3
     for j in range(3):  # groups 12 apart, sd 0.5; 16 stored points and 16 steps a round: within 3 sd
-        assert np.min(np.linalg.norm(model.centers - centres[j], axis=1)) < 1.5
+        assert np.min(np.linalg.norm(model.cluster_centers_ - centres[j], axis=1)) < 1.5
     sizes = model.cluster_sizes_
     assert sizes.shape == (3,) and sizes.sum() == pytest.approx(n, rel=1e-5)
     proba = model.predict_proba(xs[:5])
@@ -687,36 +693,39 @@ def test_labels_survive_a_new_cluster():
     xs = (g[lab] + 0.3 * rng.standard_normal((48, 2))).astype(np.float32)
     m = jaxstream.PACBO(radius=10.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=1)
     for i in range(0, 24, 8):  # chunks of 8: the wrapper's other tests compile that size
-        m.learn_many(xs[i:i + 8])
+        m.partial_fit(xs[i:i + 8])
     before = m.predict(g[:2])
     for i in range(24, 48, 8):
-        m.learn_many(xs[i:i + 8])
-    assert m.n_clusters == 3
+        m.partial_fit(xs[i:i + 8])
+    assert m.n_clusters_ == 3
     np.testing.assert_array_equal(m.predict(g[:2]), before)
-    assert m.predict(g[2]) not in before
+    assert m.predict_one(g[2]) not in before
 
 
 def test_wrapper_learn_one_equals_learn_many():
     xs = four_groups(4, 11)
     a = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=3)
     b = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=3)
-    a.learn_many(xs[:5]).learn_many(xs[5:])
+    a.partial_fit(xs[:5]).partial_fit(xs[5:])
     for x in xs:
         b.learn_one(x)
-    assert a.n_clusters == b.n_clusters
-    np.testing.assert_allclose(a.centers, b.centers, rtol=1e-5, atol=1e-5)
+    assert a.n_clusters_ == b.n_clusters_
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-5, atol=1e-5)
     assert a.cumulative_loss_ == pytest.approx(b.cumulative_loss_, rel=1e-5)
-    assert a.predict(xs[0]).shape == () and a.predict(xs).shape == (11,)
-    np.testing.assert_allclose(a.loss(xs), [np_loss(x, a.centers, a.n_clusters) for x in xs], rtol=1e-5)
+    assert a.predict_one(xs[0]).shape == () and a.predict(xs).shape == (11,)
+    np.testing.assert_allclose(a.loss(xs), [np_loss(x, a.cluster_centers_, a.n_clusters_) for x in xs], rtol=1e-5)
 
 
 def test_wrapper_runner_keeps_every_static_argument():
-    """The compiled program a wrapper shares is built with the wrapper's whole static configuration
-    (estimate='last' was once run as 'mean')."""
+    """The compiled program a wrapper runs is built with the wrapper's whole static configuration
+    (estimate='last' was once run as 'mean'): its learner's config and its update kernel are those
+    of the factory with the same arguments."""
     for kw in (dict(estimate="last"), dict(history_policy="window", n_chains=2, df=5, kmeans_iters=2)):
         m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS, **kw)
-        items = tuple(sorted(m.learner.config.items()))
-        assert W._static_learner(items).config == m.learner.config
+        ref = jaxstream.pacbo(CAP, HIST, STEPS, **kw)
+        assert m.learner.config == ref.config
+        assert all(getattr(m.learner.config, f) == v for f, v in kw.items())
+        assert m.learner.update is P._update_kernel(ref.config)
 
 
 def test_learned_radius_grows_and_never_raises():
@@ -724,14 +733,14 @@ def test_learned_radius_grows_and_never_raises():
     much larger point is learned (no error) and R grows to it."""
     xs = four_groups(5, 8)
     m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS)
-    m.learn_many(xs)
+    m.partial_fit(xs)
     np.testing.assert_allclose(np.asarray(m.state_.origin), xs[0])
     assert float(m.state_.radius) == pytest.approx(np.linalg.norm(xs - xs[0], axis=1).max(), rel=1e-5)
     far = np.array([[300.0, -40.0]], np.float32)
-    m.learn_many(far)
+    m.partial_fit(far)
     assert float(m.state_.radius) == pytest.approx(np.linalg.norm(far[0] - xs[0]), rel=1e-5)
     assert not bool(m.last_info_.outside_radius[0])
-    assert np.all(np.isfinite(m.centers))
+    assert np.all(np.isfinite(m.cluster_centers_))
     np.testing.assert_allclose(m.last_info_.radius, [np.linalg.norm(far[0] - xs[0])], rtol=1e-5)
 
 
@@ -793,13 +802,13 @@ def test_bad_input(small):
     m = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS)
     with pytest.raises(RuntimeError):
         m.predict(xs[:2])
-    m.learn_many(xs[:5])
+    m.partial_fit(xs[:5])
     with pytest.raises(ValueError, match="outside the radius"):
-        m.learn_many(np.array([[0.0, 0.0], [30.0, 0.0]]))
-    with pytest.raises(ValueError, match="empty"):
-        m.learn_many(np.zeros((0, 2)))
+        m.partial_fit(np.array([[0.0, 0.0], [30.0, 0.0]]))
+    with pytest.raises(ValueError, match="no rows"):
+        m.partial_fit(np.zeros((0, 2)))
     with pytest.raises(ValueError, match="dimension"):
-        m.learn_many(np.zeros((3, 3)))
+        m.partial_fit(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="NaN"):
         m.learn_one(np.array([np.inf, 0.0]))
     assert m.n_seen_ == 5
@@ -824,3 +833,81 @@ def test_losses_are_differentiable(small):
     assert np.all(np.asarray(g)[k:] == 0) and np.any(np.asarray(g)[:k] != 0)
     assert np.all(np.isfinite(np.asarray(gs))) and np.all(np.isfinite(np.asarray(ge)))
     np.testing.assert_allclose(np.asarray(soft), np.asarray(hard), atol=1e-2)
+
+
+# ----------------------------------------------------------------------------
+# Issue 25: the temperature cap, the paper preset, k identified on four groups
+# ----------------------------------------------------------------------------
+
+def _lam_sigma_R(learner):
+    cfg = learner.config
+
+    @jax.jit
+    def f(s):
+        t = P.round_target(s, cfg)
+        return t.lam, t.noise_sd, t.eta, s.radius, s.n_seen
+
+    return f
+
+
+def test_lambda_cap_bounds_the_temperature():
+    """λ_t = min(lambda_scale·(d+2)/(R·σ̂·√(n−1)), lambda_cap/(2σ̂²)) (NumPy reference from the
+    round's σ̂, R and n): the cap binds with few points (λ ∝ 1/√n is large), not after many;
+    lambda_cap=inf is the spec's schedule."""
+    xs = four_groups(12, 400).astype(np.float64)
+    capped = jaxstream.pacbo(CAP, HIST, STEPS)
+    free = jaxstream.pacbo(CAP, HIST, STEPS, lambda_cap=float("inf"))
+    assert float(capped.params.lambda_cap) == 1.0 and np.isinf(float(free.params.lambda_cap))
+    bound = []
+    for n in (4, 400):
+        for lrn in (capped, free):
+            s = lrn.init(jax.random.PRNGKey(0), xs[:n].astype(np.float32))
+            lam, sd, _, R, n_seen = map(float, _lam_sigma_R(lrn)(s))
+            sched = float(lrn.params.lambda_scale) * (D + 2) / (R * sd * math.sqrt(max(n_seen - 1, 1)))
+            ref = min(sched, float(lrn.params.lambda_cap) / (2 * sd ** 2))
+            assert lam == pytest.approx(ref, rel=1e-5)
+            if lrn is capped:
+                bound.append(sched > ref)
+    assert bound == [True, False]  # the cap binds at n = 4 and not at n = 400
+
+
+def test_paper_preset_is_the_spec_and_explicit_arguments_win():
+    """preset="paper": one draw (estimate="last"), λ with σ = 1 and the R package's constant 5, no
+    cap, a flat prior on k (η = 0), moves 1/3 each; explicit arguments override it; the wrapper
+    passes it on; an unknown name raises."""
+    paper = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper")
+    assert paper.config.estimate == "last"
+    ref = P.default_params(lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0, log_n_weight=0.0,
+                           noise_scale=1.0, stay_prob=1.0 / 3.0)
+    chex.assert_trees_all_close(paper.params, ref)
+    xs = four_groups(13, 12)
+    s = paper.init(jax.random.PRNGKey(0), xs)
+    lam, sd, eta, R, n = map(float, _lam_sigma_R(paper)(s))
+    assert sd == 1.0 and eta == 0.0
+    assert lam == pytest.approx(5.0 * (D + 2) / (R * math.sqrt(n - 1)), rel=1e-5)
+    mixed = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper", estimate="mean", lambda_scale=3.0)
+    assert mixed.config.estimate == "mean" and float(mixed.params.lambda_scale) == 3.0
+    assert float(mixed.params.price_scale) == 0.0
+    m = jaxstream.PACBO(max_clusters=CAP, history_size=HIST, n_steps=STEPS, preset="paper")
+    assert m.learner.config == paper.config
+    chex.assert_trees_all_close(m.learner.params, paper.params)
+    with pytest.raises(ValueError, match="preset"):
+        jaxstream.pacbo(CAP, preset="nope")
+
+
+def test_defaults_identify_four_groups():
+    """Four balanced groups of the slides (T = 200, random order), 8 streams × 2 keys in one
+    run_streams call (p = 10, H = 128, N = 200): with the defaults k̂_T = 4 in at least 15 of 16
+    (the benchmark's held-out streams, p = 50, N = 500: 100/100). Power check: the paper's flat
+    prior on k (``preset="paper"``) ends above 4 on the same runs."""
+    from jaxstream.datasets import make_four_groups_stream
+    xs = np.stack([make_four_groups_stream(200, 300 + s) for s in range(8)] * 2).astype(np.float32)
+    keys = jax.random.split(jax.random.PRNGKey(21), 16)
+    ks = []
+    for kw in ({}, dict(preset="paper")):
+        learner = jaxstream.pacbo(CAP, 128, 200, **kw)
+        states = jaxstream.init_streams(learner, keys, xs[:, :0])
+        st, _ = jaxstream.run_streams(learner, keys, xs, states, trace=None)
+        ks.append(np.asarray(st.n_clusters))
+    assert np.sum(ks[0] == 4) >= 15, ks[0]
+    assert np.sum(ks[1] == 4) < 15 and ks[1].mean() > 4.5, ks[1]

@@ -273,6 +273,8 @@ class ProposalRows(NamedTuple):
       ids: (3, p) int32 stable labels of each row's slots (−1 inactive).
       within_ss: (3,) Σ over stored points of the squared distance to the
         row's nearest centre (unweighted).
+      max_within: (3,) the largest within-cluster sum of squares W_j of a
+        centre of the row (unweighted).
     """
 
     n_clusters: Array
@@ -281,6 +283,7 @@ class ProposalRows(NamedTuple):
     counts: Array
     ids: Array
     within_ss: Array
+    max_within: Array
 
 
 def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, ids: Array,
@@ -326,5 +329,7 @@ def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, 
     d2 = jnp.stack([d2_ud[0], d2_mid, d2_ud[1]])
     cs = jnp.where(center_mask(ks[:, None], p)[:, :, None], cs, 0.0)
     counts = jax.vmap(lambda c_, a_, k_: _centroids_blocked(points, pm, a_, c_, k_)[1])(cs, a, ks)
-    wss = jnp.sum(jnp.where(pm[None], d2, 0.0), axis=1)
-    return ProposalRows(ks, valid, cs, counts, jnp.stack([ids_dn, ids, ids_up]), wss)
+    d2m = jnp.where(pm[None], d2, 0.0)
+    wss = jnp.sum(d2m, axis=1)
+    w_j = jax.vmap(lambda v, a_: jax.ops.segment_sum(v, a_, num_segments=p))(d2m, a)      # (3, p)
+    return ProposalRows(ks, valid, cs, counts, jnp.stack([ids_dn, ids, ids_up]), wss, jnp.max(w_j, axis=1))

@@ -10,42 +10,39 @@ stream's first point when the radius is learned) and radius 1.5·R.
 
 Prior on k (``log q(k) = −η·k``, η ≥ 0, decreasing). Adding a centre can only
 lower S, so with a flat q the quasi-posterior's mass never decreases in k. A
-centre must pay for itself: we price it in the units of S. If a cluster of
-the current partition were one isotropic Gaussian in d dimensions, the best
-split of it by one extra centre would lower its within-cluster sum of squares
-W_j by the fraction 2/(π·d) (one coordinate's variance σ² drops to
-σ²·(1 − 2/π)). The price of a centre is ``price_scale`` times this expected
-saving for a cluster of average size::
+centre must pay for itself: we price it in the units of S. If a cluster were
+one isotropic Gaussian in d dimensions, the best split of it by one extra
+centre would lower its within-cluster sum of squares W_j by the fraction
+2/(π·d) (one coordinate's variance σ² drops to σ²·(1 − 2/π)). The price of a
+centre is ``price_scale`` times this saving for the cluster where a split
+saves most, the one with the largest W_j::
 
-    P_t = σ̂² · max(price_scale · (2/π) · n̄, d·log n),    n̄ = n/(k̂+1),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
+    P_t = max(price_scale · (2/(π·d)) · W_max, σ̂² · d · log n),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
 
-where W_{k̂+1} is the (weighted) k-means loss of the round's k̂ + 1 row (the
-largest k the round can reach; using it avoids pricing the k̂ = 1 → 2 move by
-the spread of a single centre) and σ̂² its within-cluster variance per
-coordinate with the degrees of freedom the centres use up removed (without
-that correction the price vanishes as k̂ approaches n, and a short stream
-splits into singletons; when n ≤ k̂ + 1 the k̂ row's W_{k̂}/(d·(n − k̂)) is
-used, and when n < k̂ + 1 the k̂ + 1 row is not proposed: at most one centre per point). The
-floor d·σ̂²·log n (BIC's price per centre in the units of S) keeps centres on
-one or two points from being cheap when n̄ is small. The prior rate is
-``η_t = λ_t·P_t + w·log n`` (nats per centre, w = ``log_n_weight``, default
+with W_max the largest W_j of the round's k̂ + 1 row (the largest k the round
+can reach: there a new group's first points have their own centre and do not
+inflate W_max) and σ̂² its within-cluster variance per coordinate with the
+degrees of freedom the centres use up removed (when n ≤ k̂ + 1 the k̂ row's
+W_{k̂}/(d·(n − k̂)) is used, and when n < k̂ + 1 the k̂ + 1 row is not proposed:
+at most one centre per point). The floor d·σ̂²·log n (BIC's price per centre in
+the units of S) keeps centres on one or two points from being cheap. Default
+price_scale 2 (issue 25, chosen on tuning streams: `jaxstream.clustering.pacbo`,
+"Defaults"): a noise split of the widest cluster must save twice its
+expectation. Earlier rules priced the average cluster (W_max replaced by the
+mean W_j, i.e. σ̂²·n/(k̂ + 1)): a split of a true group of above-average size
+or spread then paid for itself (four groups of unequal sizes and spreads:
+k̂_T = 4 in 21/48 runs, against 47/48 with W_max), and the price fell as
+spurious centres were accepted, so k̂ could run away upwards. The prior rate
+is ``η_t = λ_t·P_t + w·log n`` (nats per centre, w = ``log_n_weight``, default
 1/2). The log n term is for empty centres: a centre that captures no point
 saves nothing and costs no volume either (its quasi-posterior is uniform over
 most of the ball), so only q stops it; with w·log n its odds are at most
-n^−w (without it we measured k̂ drifting up to 20–47 on 200 points). w = 1
-delays a new group by one or two more points (ten-group ramp: loss 1512
-against 1364 at w = 1/2). Default price_scale 1: a centre costs the saving
-expected from splitting an average pure-noise cluster (3, the earlier
-default, delayed new groups with little effect on the loss of the four
-groups). On one isotropic Gaussian cluster in d dimensions a second centre
-lowers W by the fraction 2/(π·d), which the price at k̂ = 1 cancels, leaving
-the volume term below and the log n term to reject the split; real structure
-lowers W far more (W_2/W_1 ≈ 0.5 on the
-slides' four groups). Each centre also pays the uniform prior's volume
-(integrating it over the ball gives about ``(π/(λ·n_j))^{d/2} / vol(ball)``),
-which is what keeps a split of one cluster in two, whose saving grows like
-the price, from being accepted. We measured a variant that cancelled that
-volume term with η: it accepted spurious splits on short streams.
+n^−w (without it we measured k̂ drifting up to 20–47 on 200 points). Each
+centre also pays the uniform prior's volume (integrating it over the ball
+gives about ``(π/(λ·n_j))^{d/2} / vol(ball)``), which is what keeps a split of
+one cluster in two, whose saving grows like the price, from being accepted.
+We measured a variant that cancelled that volume term with η: it accepted
+spurious splits on short streams.
 
 P_t is a fixed function of the history and of ĉ, computed before the round's
 chain, so each round's target is fixed and its chain exactly reversible.
@@ -59,6 +56,13 @@ while S ∝ R²), so the same stream in other units gives other k̂. Measuring
 lengths in units of σ̂ (`noise_variance`, the within-cluster spread) makes
 λ·S and λ·λ_2·ℓ² scale-free, and they equal the spec's on the slides' streams
 (σ = 1).
+
+Cap (``lambda_cap``, default 1): λ_t ≤ lambda_cap/(2σ²). At λ = 1/(2σ²),
+exp(−λ·Σ ℓ) is the Gaussian likelihood of isotropic noise σ; a larger λ is a
+posterior sharper than the likelihood, which the λ ∝ 1/√n schedule gives in the
+first rounds (small n, small R_t), when more centres always fit better. The cap
+is a fixed function of the round's history, so each round's chain stays exactly
+reversible; ``lambda_cap=inf`` is the spec's schedule.
 """
 from __future__ import annotations
 
@@ -124,18 +128,22 @@ def log_prior(centers: Array, n_clusters, ball_center: Array, ball_radius, eta) 
     return jnp.where(inside, -k * (eta + log_ball_volume(ball_radius, d)), -jnp.inf)
 
 
-def centre_price(variance, k_next, n, d: int, price_scale) -> Array:
-    """P = σ̂²·max(price_scale·(2/π)·n̄, d·log n), in the units of S (module docstring).
+def centre_price(variance, max_within, n, d: int, price_scale) -> Array:
+    """P = max(price_scale·(2/(π·d))·W_max, σ̂²·d·log n), in the units of S (module docstring).
 
     Args:
       variance: σ̂², the within-cluster variance per coordinate (`noise_variance`).
-      k_next: k̂ + 1; n̄ = n/(k̂ + 1) is the average cluster size.
-      n: the number of points S stands for; d: dimension; price_scale: multiplier.
+      max_within: W_max, the largest within-cluster sum of squares of a cluster of the round's
+        k̂ + 1 row (weighted like S): what splitting that cluster saves if it is pure noise is
+        (2/(π·d))·W_max.
+      n: the number of points S stands for; d: dimension; price_scale: multiplier (0: no
+        price, the BIC floor included: with ``log_n_weight=0`` the prior on k is flat, as in
+        the R package).
     """
-    # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about
-    # d·σ̂², and n̄ → 1 as k̂ → n would otherwise make such centres cheap.
+    # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about d·σ̂².
     n = jnp.maximum(n, 1.0)
-    return variance * jnp.maximum(price_scale * (2.0 / math.pi) * (n / k_next), d * jnp.log(n))
+    p = jnp.maximum(price_scale * (2.0 / (math.pi * d)) * max_within, variance * d * jnp.log(n))
+    return jnp.where(price_scale > 0, p, 0.0)
 
 
 def prior_rate(lam, price, n, log_n_weight=1.0) -> Array:

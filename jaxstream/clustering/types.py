@@ -46,13 +46,15 @@ class Params(NamedTuple):
     Attributes:
       radius: R, a bound on ||x_t|| (ball centred at the origin); NaN: learned
         from the stream (module docstring).
-      lambda_scale: λ_n = lambda_scale·(d+2)/(R·σ·max(n−1,1)^lambda_power); 5 =
-        2.5·coeff, the R package's online mode (spec; σ = `noise_scale`).
+      lambda_scale: λ_n = lambda_scale·(d+2)/(R·σ·max(n−1,1)^lambda_power); 10
+        (the R package's online mode is 5 = 2.5·coeff: ``preset="paper"``; chosen
+        on tuning streams, see `jaxstream.clustering.pacbo` "Defaults").
       lambda_power: 0.5 (theory: λ ∝ 1/√T).
       lambda2_scale: λ_{2,s} = lambda2_scale·(d+2)/(√s·(prior_scale·R)^4) (R package: 1).
       prior_scale: the prior ball's radius is prior_scale·R (R package: 1.5).
       price_scale: a centre costs price_scale × the saving expected from
-        splitting an average pure-noise cluster (`quasi_posterior`; 1).
+        splitting the widest cluster of the k̂ + 1 row if it were pure noise
+        (`quasi_posterior`; 2; 0: no price at all).
       log_n_weight: the prior rate adds log_n_weight·log n nats per centre
         (the odds of an extra empty centre are at most n^−log_n_weight; 1/2).
       noise_scale: σ, the unit of length of λ (λ ∝ 1/(R·σ)); NaN (default):
@@ -65,6 +67,9 @@ class Params(NamedTuple):
         of log(scale_spread) (1; 0 = off).
       stay_prob: probability that a proposal comes from the k̂ row (the k̂ ± 1
         rows share the rest; 1/2).
+      lambda_cap: λ_t is at most lambda_cap/(2σ²) (σ: `noise_scale` or σ̂), the
+        temperature at which exp(−λ·S) is the Gaussian likelihood of noise σ;
+        inf: no cap (the spec and the R package). See `quasi_posterior`.
     """
 
     radius: Array
@@ -79,21 +84,22 @@ class Params(NamedTuple):
     scale_spread: Array
     adapt_rate: Array
     stay_prob: Array
+    lambda_cap: Array
 
 
-def default_params(radius: Optional[float] = None, *, lambda_scale: float = 5.0,
+def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0,
                    lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
-                   price_scale: float = 1.0, log_n_weight: float = 0.5,
+                   price_scale: float = 2.0, log_n_weight: float = 0.5,
                    noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
                    scale_spread: float = 1.5, adapt_rate: float = 1.0,
-                   stay_prob: float = 0.5) -> Params:
+                   stay_prob: float = 0.5, lambda_cap: float = 1.0) -> Params:
     """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
     ``noise_scale=None`` the noise scale σ̂."""
     r = float("nan") if radius is None else radius
     sig = float("nan") if noise_scale is None else noise_scale
     vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
             proposal_scale,
-            scale_spread, adapt_rate, stay_prob)
+            scale_spread, adapt_rate, stay_prob, lambda_cap)
     return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
 
 

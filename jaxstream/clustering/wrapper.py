@@ -43,12 +43,14 @@ class PACBO(StreamModel):
 
     def __init__(self, radius: Optional[float] = None, *, max_clusters: int = 50, history_size: int = 256,
                  n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5, history_policy: str = "reservoir",
-                 df: int = 3, estimate: str = "mean", lambda_scale: Optional[float] = None,
+                 df: int = 3, estimate: Optional[str] = None, preset: Optional[str] = None,
+                 lambda_scale: Optional[float] = None,
                  lambda_power: Optional[float] = None, lambda2_scale: Optional[float] = None,
                  prior_scale: Optional[float] = None, price_scale: Optional[float] = None,
                  log_n_weight: Optional[float] = None, noise_scale: Optional[float] = None,
                  proposal_scale: Optional[float] = None, scale_spread: Optional[float] = None,
-                 adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None, seed: int = 0):
+                 adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
+                 lambda_cap: Optional[float] = None, seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
         self.history_size = history_size
@@ -58,6 +60,7 @@ class PACBO(StreamModel):
         self.history_policy = history_policy
         self.df = df
         self.estimate = estimate
+        self.preset = preset
         self.lambda_scale = lambda_scale
         self.lambda_power = lambda_power
         self.lambda2_scale = lambda2_scale
@@ -69,13 +72,14 @@ class PACBO(StreamModel):
         self.scale_spread = scale_spread
         self.adapt_rate = adapt_rate
         self.stay_prob = stay_prob
+        self.lambda_cap = lambda_cap
         self.seed = seed
 
     def _build(self):
         numeric = {k: v for k, v in self.get_params().items() if k in _NUMERIC and v is not None}
         return _P.pacbo(self.max_clusters, self.history_size, self.n_steps, n_chains=self.n_chains,
                         radius=self.radius, kmeans_iters=self.kmeans_iters, history_policy=self.history_policy,
-                        df=self.df, estimate=self.estimate, **numeric)
+                        df=self.df, estimate=self.estimate, preset=self.preset, **numeric)
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds
