@@ -280,6 +280,8 @@ PARAM_RANGES = {
                               what="the power of n in lambda_t (theory: 0.5; larger powers make "
                                    "R*sigma*n**power overflow float32 and lambda_t 0)"),
         "lambda2_scale": Range(**_POS, what="the multiplier of lambda_2"),
+        "lambda_cap": Range(**_POS, hi_open=False, what="the cap lambda_t <= lambda_cap/(2 sigma^2) (inf: no cap, "
+                                                         "the paper's preset)"),
         "prior_scale": Range(**_POS, what="the prior ball's radius in units of R"),
         "price_scale": Range(0.0, what="the price of a centre"),
         "log_n_weight": Range(0.0, what="the log n weight of the prior rate"),
