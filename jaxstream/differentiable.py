@@ -183,7 +183,10 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
       learner: `StreamLearner`.
       key: PRNG key.
       streams: (S, T, d) training streams.
-      names: the hyper-parameters to tune (positive leaves of ``learner.params``).
+      names: the hyper-parameters to tune (positive leaves of ``learner.params``;
+        the search is over their logs, so an upper bound such as slpc's
+        ``epsilon <= 1`` is not enforced: leave such parameters out or check
+        the result).
       params: starting params (default ``learner.params``).
       optimizer: an ``optax.GradientTransformation`` (default ``optax.adam(0.1)``).
       steps, sigma, n_pairs, n_init: see `smoothed_grad`.
