@@ -40,7 +40,8 @@ from ._core import StreamLearner, _scan_stream, _trace_loss
 
 Array = jax.Array
 
-__all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult"]
+__all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
+           "refine_embedding", "RefineEmbeddingResult"]
 
 
 def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20) -> Array:
@@ -212,3 +213,54 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
         losses.append(est.value)
         ses.append(est.value_se)
     return TuneResult(_with_log_params(params, names, lt), jnp.stack(its), jnp.stack(losses), jnp.stack(ses))
+
+
+class RefineEmbeddingResult(NamedTuple):
+    """Output of `refine_embedding`.
+
+    Attributes:
+      Y: (n, k) refined coordinates.
+      stress: (steps,) normalised stress before each step.
+    """
+
+    Y: Array
+    stress: Array
+
+
+@functools.partial(jax.jit, static_argnames=("optimizer", "steps"))
+def refine_embedding(dist: Array, Y: Array, *, optimizer=None, steps: int = 200) -> RefineEmbeddingResult:
+    """Lower the normalised stress of an embedding by gradient descent (optax).
+
+    Minimises `jaxstream.embedding.normalized_stress` (dist, Y) over Y from a
+    start such as landmark MDS coordinates (``LandmarkMDS.transform`` of the
+    points, or `lmds_transform`). Its derivative is finite everywhere
+    (coincident points and the diagonal take the subgradient 0). Cost: one
+    (n, n) distance matrix and its derivative per step, O(steps·n²·k),
+    against LMDS's O(n·n_L·k) per point.
+
+    Args:
+      dist: (n, n) symmetric target distances.
+      Y: (n, k) starting coordinates.
+      optimizer: an ``optax.GradientTransformation`` (static; default
+        ``optax.adam(1e-2)``, scale it to the data's units).
+      steps: number of steps (static).
+
+    Returns:
+      `RefineEmbeddingResult`.
+    """
+    import optax
+
+    from .embedding.stress import normalized_stress
+
+    opt = optax.adam(1e-2) if optimizer is None else optimizer
+    dist = jnp.asarray(dist)
+    Y = jnp.asarray(Y, dist.dtype)
+
+    def step(carry, _):
+        y, s = carry
+        val, g = jax.value_and_grad(normalized_stress, argnums=1)(dist, y)
+        upd, s = opt.update(g, s, y)
+        return (optax.apply_updates(y, upd), s), val
+
+    (Y, _), vals = jax.lax.scan(step, (Y, opt.init(Y)), None, length=steps)
+    return RefineEmbeddingResult(Y, vals)

@@ -107,3 +107,16 @@ def test_tune_improves_held_out_loss():
     keys = jax.random.split(jax.random.key(5), 16)
     diff = ev(test, keys, r.params) - ev(test, keys, p0)      # paired: same streams and keys
     assert float(diff.mean()) < -2 * float(diff.std(ddof=1) / np.sqrt(16)), diff
+
+
+def test_refine_embedding_lowers_stress_of_lmds():
+    from jaxstream import _ops
+    from jaxstream.embedding import lmds_fit, lmds_transform, normalized_stress
+    X = jnp.asarray(js.datasets.make_s_curve(120, random_state=0)[0])
+    Dm = jnp.sqrt(_ops.sq_dist(X, X))
+    idx = jnp.arange(0, 120, 12)
+    Y0 = lmds_transform(lmds_fit(_ops.sq_dist(X[idx], X[idx]), 2), _ops.sq_dist(X, X[idx]))
+    r = D.refine_embedding(Dm, Y0, optimizer=optax.adam(0.05), steps=150)
+    s0, s1 = float(normalized_stress(Dm, Y0)), float(normalized_stress(Dm, r.Y))
+    assert np.all(np.isfinite(np.asarray(r.stress)))
+    assert s1 < 0.9 * s0, (s0, s1)
