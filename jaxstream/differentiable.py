@@ -68,12 +68,15 @@ class GradEstimate(NamedTuple):
       se: (m,) its standard errors (per coordinate, sd over pairs / sqrt(n_pairs)).
       value: () the mean loss over both members of every pair (≈ J_σ(θ)).
       value_se: () its standard error (pair means).
+      pair_values: (n_pairs,) each pair's mean loss, for paired comparisons
+        of two estimates made with the same key (common random numbers).
     """
 
     grad: Array
     se: Array
     value: Array
     value_se: Array
+    pair_values: Array
 
 
 def gaussian_smoothing_grad(f: Callable, theta: Array, key, *, sigma: float, n_pairs: int) -> GradEstimate:
@@ -100,7 +103,7 @@ def gaussian_smoothing_grad(f: Callable, theta: Array, key, *, sigma: float, n_p
     g = ((lp - lm) / (2.0 * sigma))[:, None] * z
     pair_mean = 0.5 * (lp + lm)
     sd = lambda a: jnp.std(a, axis=0, ddof=1) / jnp.sqrt(n_pairs)
-    return GradEstimate(jnp.mean(g, 0), sd(g), jnp.mean(pair_mean), sd(pair_mean))
+    return GradEstimate(jnp.mean(g, 0), sd(g), jnp.mean(pair_mean), sd(pair_mean), pair_mean)
 
 
 def _with_log_params(params, names: Sequence[str], log_theta: Array):

@@ -20,6 +20,11 @@ def _cubic(n_streams, T, seed0=0):
     return jnp.asarray(np.stack([js.datasets.make_cubic_stream(T, seed=seed0 + s) for s in range(n_streams)]))
 
 
+def _paired_se(a, b):
+    d = a.pair_values - b.pair_values
+    return jnp.std(d, ddof=1) / jnp.sqrt(d.shape[0])
+
+
 @pytest.mark.slow  # ~45 s: compiling reverse mode through the slpc round
 def test_slpc_pathwise_grad_matches_finite_difference():
     learner = js.slpc(max_segments=6, history_size=32)
@@ -66,22 +71,22 @@ def test_smoothed_grad_slpc_matches_finite_difference_and_is_reproducible():
     learner = js.slpc(max_segments=6, history_size=32)
     streams = _cubic(8, 50)
     names = ("h_scale", "length_scale")
-    lt = jnp.log(jnp.array([0.5, 0.3]))
+    lt = jnp.log(jnp.array([4.0, 4.0]))   # over-penalised: a clearly non-zero gradient
     kw = dict(sigma=0.3, n_pairs=256)
     est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     again = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     chex.assert_trees_all_equal(est, again)                  # same key: bit-identical
     # Central difference of the same smoothed objective, common random numbers (same key:
     # same z, streams and learner keys on both sides).
+    assert float(est.grad.sum()) > 4 * float(jnp.sqrt(jnp.sum(est.se ** 2)))   # informative: clearly > 0
     h = 0.3
     for j in range(2):
         e = jnp.zeros(2).at[j].set(h)
         hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
         lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
         fd = (hi.value - lo.value) / (2 * h)
-        # The pair means of hi and lo share streams and keys; their difference's se is
-        # bounded by the sum of the two se's.
-        se_fd = (hi.value_se + lo.value_se) / (2 * h)
+        # hi and lo share z, streams and keys pair by pair: the paired difference's se.
+        se_fd = _paired_se(hi, lo) / (2 * h)
         assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
 
 
@@ -120,3 +125,22 @@ def test_refine_embedding_lowers_stress_of_lmds():
     s0, s1 = float(normalized_stress(Dm, Y0)), float(normalized_stress(Dm, r.Y))
     assert np.all(np.isfinite(np.asarray(r.stress)))
     assert s1 < 0.9 * s0, (s0, s1)
+
+
+@pytest.mark.slow
+def test_smoothed_grad_pacbo_two_hyper_parameters_match_finite_difference():
+    learner = js.pacbo(max_clusters=4)
+    streams = _cubic(4, 40)
+    names = ("lambda_scale", "price_scale")
+    lt = jnp.log(jnp.array([5.0, 1.0]))
+    kw = dict(sigma=0.3, n_pairs=64)
+    est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
+    assert bool(jnp.all(jnp.isfinite(est.grad)))
+    h = 0.3
+    for j in range(2):
+        e = jnp.zeros(2).at[j].set(h)
+        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
+        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
+        fd = (hi.value - lo.value) / (2 * h)
+        se_fd = _paired_se(hi, lo) / (2 * h)
+        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
