@@ -9,13 +9,13 @@ The public API, re-exported explicitly from the modules that define it:
   `landmark_mds`, and their NumPy wrappers `SLPC`, `PACBO`, `LandmarkMDS`
   (all `StreamModel`s);
 - the families' sub-packages `curves`, `clustering`, `embedding`, and the
-  modules `checkpoint`, `datasets`, `geometry`.
+  modules `checkpoint`, `datasets`, `differentiable`, `geometry`.
 """
 from ._core import StreamLearner, config_record, run_stream
 from ._sharding import init_streams, run_streams
 from ._chunked import ChunkedResult, read_csv_blocks, read_npy_blocks, run_stream_chunked
 from ._wrapper import NotFittedError, StreamModel
-from . import checkpoint, datasets, geometry
+from . import checkpoint, datasets, differentiable, geometry
 from . import clustering, curves, embedding
 from .curves import SLPC, slpc
 from .clustering import PACBO
@@ -28,5 +28,5 @@ __all__ = [
     "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "ChunkedResult", "read_npy_blocks", "read_csv_blocks",
     "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
-    "curves", "clustering", "embedding", "checkpoint", "datasets", "geometry",
+    "curves", "clustering", "embedding", "checkpoint", "datasets", "differentiable", "geometry",
 ]

@@ -18,6 +18,24 @@ import jax.numpy as jnp
 Array = jax.Array
 
 
+def safe_sqrt(x: Array) -> Array:
+    """``sqrt(max(x, 0))`` whose derivative at 0 is 0 instead of inf/NaN.
+
+    The square root of a squared length is not differentiable at 0 (a
+    zero-length padding segment, the zero diagonal of a distance matrix,
+    coincident points); this form takes the subgradient 0 there, and the
+    ordinary derivative 1/(2·sqrt(x)) for x > 0, in forward and reverse mode.
+    """
+    x = jnp.asarray(x)
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def safe_norm(x: Array, axis: int = -1) -> Array:
+    """Euclidean norm along `axis` with derivative 0 at the zero vector (see `safe_sqrt`)."""
+    return safe_sqrt(jnp.sum(x * x, axis=axis))
+
+
 def segment_sq_dist(p: Array, a: Array, b: Array) -> tuple[Array, Array]:
     """Squared distance from points to segments, and the projection parameter.
 
@@ -88,7 +106,7 @@ def polyline_projection(points: Array, vertices: Array, n_vertices: Array) -> di
     a = vertices[seg]
     b = vertices[seg + 1]
     proj = a + tt[..., None] * (b - a)
-    seg_len = jnp.linalg.norm(vertices[1:] - vertices[:-1], axis=-1)
+    seg_len = safe_norm(vertices[1:] - vertices[:-1], axis=-1)
     seg_len = jnp.where(segment_mask(n_vertices, vertices.shape[0]), seg_len, 0.0)
     cum = jnp.concatenate([jnp.zeros((1,), seg_len.dtype), jnp.cumsum(seg_len)])
     arclength = cum[seg] + tt * seg_len[seg]
@@ -96,9 +114,21 @@ def polyline_projection(points: Array, vertices: Array, n_vertices: Array) -> di
 
 
 def polyline_length(vertices: Array, n_vertices: Array) -> Array:
-    """Length ℓ(f) of a masked polygonal line (sum of active segment lengths)."""
+    """Length ℓ(f) of a masked polygonal line (sum of active segment lengths).
+
+    Differentiable in `vertices` everywhere: a zero-length segment (two
+    equal vertices, or the padding rows, which usually repeat a vertex or
+    are zero) contributes derivative 0 (`safe_norm`), never NaN.
+
+    Args:
+      vertices: (..., V, d).
+      n_vertices: active vertex count, int or int array of the leading shape.
+
+    Returns:
+      (...) lengths.
+    """
     diff = vertices[..., 1:, :] - vertices[..., :-1, :]
-    seg_len = jnp.sqrt(jnp.sum(diff * diff, axis=-1))
+    seg_len = safe_norm(diff, axis=-1)
     mask = jnp.arange(vertices.shape[-2] - 1) < (jnp.asarray(n_vertices)[..., None] - 1)
     return jnp.sum(jnp.where(mask, seg_len, 0.0), axis=-1)
 
@@ -106,11 +136,35 @@ def polyline_length(vertices: Array, n_vertices: Array) -> Array:
 def soft_polyline_sq_dist(points: Array, vertices: Array, n_vertices: Array, temperature) -> Array:
     """Smooth relaxation of `polyline_sq_dist` (soft-min over segments).
 
-    ``-τ·log Σ_j exp(-d_j/τ)``: differentiable everywhere in the vertices,
-    never above the exact value, and within τ·log(#segments) of it.
+    ``-τ·log Σ_j exp(-d_j/τ)`` over the active segments only: differentiable
+    everywhere in the points, the vertices and τ > 0, never above the exact
+    value, and within τ·log(#segments) of it. Masked (padding) segments are
+    excluded with finite placeholders, so no inf·0 reaches a derivative
+    (w.r.t. τ included) whatever the capacity. τ = 0 gives the exact
+    `polyline_sq_dist` (its derivative w.r.t. τ is then 0, one-sided).
+
+    Args:
+      points: (..., n, d).
+      vertices: (..., V, d).
+      n_vertices: active vertex count (>= 2).
+      temperature: τ >= 0 (scalar or broadcastable to (..., n)).
+
+    Returns:
+      (..., n) soft squared distances.
     """
-    d2, _ = _all_segment_sq_dist(points, vertices, n_vertices)
-    return -temperature * jax.nn.logsumexp(-d2 / temperature, axis=-1)
+    d2, _ = segment_sq_dist(points[..., :, None, :], vertices[..., None, :-1, :], vertices[..., None, 1:, :])
+    mask = jnp.arange(vertices.shape[-2] - 1) < (jnp.asarray(n_vertices)[..., None] - 1)
+    mask = jnp.broadcast_to(mask[..., None, :], d2.shape)
+    hard = jnp.min(jnp.where(mask, d2, jnp.inf), axis=-1)
+    d2 = jnp.where(mask, d2, 0.0)
+    tau = jnp.asarray(temperature, d2.dtype)
+    pos = tau > 0
+    safe_tau = jnp.where(pos, tau, 1.0)
+    # Shift by the hard minimum so the exponentials stay in range for small τ.
+    z = -(d2 - jax.lax.stop_gradient(jnp.where(jnp.isfinite(hard), hard, 0.0))[..., None]) / safe_tau[..., None]
+    soft = jax.lax.stop_gradient(jnp.where(jnp.isfinite(hard), hard, 0.0)) - safe_tau * jax.nn.logsumexp(
+        z, axis=-1, where=mask)
+    return jnp.where(pos, soft, hard)
 
 
 def snap_to_lattice(v: Array, delta) -> Array:

@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 
 from .._checks import check_points
+from .._linalg import eigh as _safe_eigh
+from ..geometry import safe_sqrt
 from .distances import Metric, _make_dist
 
 Array = jax.Array
@@ -104,9 +106,9 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
     B = -0.5 * (sq - delta_mu[:, None] - delta_mu[None, :] + total)
     B = jnp.where(mm, B, 0.0)
     if weights is not None:
-        root_w = jnp.sqrt(w)
+        root_w = safe_sqrt(w)
         B = root_w[:, None] * B * root_w[None, :]
-    lam_all, V = jnp.linalg.eigh(B)
+    lam_all, V = _safe_eigh(B)  # derivative finite with masked (zero) rows and repeated eigenvalues
     if rtol is None:
         rtol = 10.0 * n * float(jnp.finfo(sq.dtype).eps)
     tol = rtol * jnp.max(jnp.abs(lam_all))

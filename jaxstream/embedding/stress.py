@@ -4,7 +4,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .distances import _euclid_sq
+from .. import _ops
+from ..geometry import safe_sqrt
 
 Array = jax.Array
 
@@ -15,6 +16,12 @@ __all__ = ["normalized_stress", "landmark_stress"]
 def normalized_stress(dist, Y) -> Array:
     """Normalised stress σ = sqrt(Σ_{i<j} (d_ij − ||y_i − y_j||)² / Σ_{i<j} d_ij²).
 
+    Differentiable in `dist` and `Y` (forward and reverse, any order where σ
+    is smooth): embedded distances are taken from coordinate differences
+    (exactly 0 for equal points) with a square root whose derivative at 0 is
+    the subgradient 0, so the zero diagonal and coincident points give finite
+    derivatives; so does σ = 0 (a perfect embedding, the minimum).
+
     Args:
       dist: (n, n) symmetric original distances.
       Y: (n, k) embedding.
@@ -23,11 +30,12 @@ def normalized_stress(dist, Y) -> Array:
       scalar σ.
     """
     dist = jnp.asarray(dist)
-    dy = jnp.sqrt(jnp.maximum(_euclid_sq(Y, Y), 0.0))
+    Y = jnp.asarray(Y)
+    dy = safe_sqrt(_ops.sq_dist(Y, Y))
     iu = jnp.triu(jnp.ones(dist.shape, bool), 1)
     num = jnp.sum(jnp.where(iu, (dist - dy) ** 2, 0.0))
     den = jnp.sum(jnp.where(iu, dist ** 2, 0.0))
-    return jnp.sqrt(num / den)
+    return safe_sqrt(num / den)
 
 
 @jax.jit

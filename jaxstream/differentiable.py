@@ -1,0 +1,269 @@
+"""Derivatives of stream losses: pathwise, and of the expected loss by Gaussian smoothing.
+
+What is differentiable (see the README's differentiability table):
+
+* **Pathwise.** Given the key and therefore every discrete choice the learner
+  makes (slpc's candidate, PACBO's accept/reject and k̂, the landmark set),
+  the total prequential loss of a stream, `stream_loss`, is a piecewise smooth
+  function of the data and of the continuous inputs. Its derivative almost
+  everywhere is what ``jax.grad`` / ``jax.jvp`` of `stream_loss` return:
+  - slpc: reverse and forward mode (``jax.grad``) w.r.t. the data; the vertices
+    live on the lattice (integers), so the line is constant between choices
+    and only x_t itself and the standardisation (centre, scale, δ) carry a
+    derivative.
+  - PACBO and landmark MDS: **forward mode only** (``jax.jvp``, ``jax.jacfwd``):
+    their rounds contain loops with data-dependent trip counts
+    (``fori_loop``/``while_loop``), which reverse mode cannot differentiate.
+  The derivative w.r.t. a hyper-parameter that only enters a comparison or an
+  argmin (slpc's h_scale, length_scale, z_scale, epsilon; PACBO's
+  temperatures in the accept step; the landmark radius) is **zero almost
+  everywhere**: true, and useless for tuning.
+* **Expected loss.** ``J(θ) = E[L(exp θ)]`` over streams of a family and the
+  learner's keys is smooth in θ even when L is piecewise constant. We estimate
+  the gradient of its Gaussian smoothing
+  ``J_σ(θ) = E_z E[L(exp(θ + σ z))]`` (θ = log of the chosen positive
+  hyper-parameters, z ~ N(0, I)) by `smoothed_grad`: antithetic pairs
+  ``(L(θ + σz) − L(θ − σz))·z/(2σ)``, both members of a pair on the same
+  stream with the same key (common random numbers), all 2·n_pairs runs one
+  vmapped call. It is unbiased for ∇J_σ, not for ∇J; σ → 0 trades bias for
+  variance. `tune` runs it inside an optax loop.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from ._core import StreamLearner, _scan_stream, _trace_loss
+
+Array = jax.Array
+
+__all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
+           "refine_embedding", "RefineEmbeddingResult"]
+
+
+def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20) -> Array:
+    """Total prequential loss of one stream: init on ``xs[:n_init]``, learn the rest.
+
+    A pure function of ``xs`` (T, d) and ``params`` (the learner's params
+    pytree), jit-, vmap- and (see the module docstring for which mode)
+    differentiable. Rows must be finite (no host-side checks run here).
+
+    Returns:
+      () the sum over rounds t >= n_init of the loss of the summary before x_t.
+    """
+    params = learner.params if params is None else params
+    state = learner.init(key, xs[:n_init], params)
+    _, losses = _scan_stream(learner.update, key, xs[n_init:], state, None, _trace_loss, 0, all_valid=True)
+    return jnp.sum(losses)
+
+
+class GradEstimate(NamedTuple):
+    """An estimate of ∇J_σ(θ) with its standard errors.
+
+    Attributes:
+      grad: (m,) the mean over pairs.
+      se: (m,) its standard errors (per coordinate, sd over pairs / sqrt(n_pairs)).
+      value: () the mean loss over both members of every pair (≈ J_σ(θ)).
+      value_se: () its standard error (pair means).
+      pair_values: (n_pairs,) each pair's mean loss, for paired comparisons
+        of two estimates made with the same key (common random numbers).
+    """
+
+    grad: Array
+    se: Array
+    value: Array
+    value_se: Array
+    pair_values: Array
+
+
+def gaussian_smoothing_grad(f: Callable, theta: Array, key, *, sigma: float, n_pairs: int) -> GradEstimate:
+    """Antithetic Gaussian-smoothing estimate of ∇_θ E_z[f(θ + σz, key_i)].
+
+    ``f(theta, key) -> ()`` is evaluated with `jax.vmap` on 2·n_pairs points;
+    pair i uses z_i and the key ``fold_in(key, i)`` in both members (common
+    random numbers). Unbiased for the smoothed objective's gradient.
+
+    Args:
+      f: ``(theta (m,), key) -> ()``.
+      theta: (m,) point.
+      key: PRNG key.
+      sigma: smoothing scale σ > 0.
+      n_pairs: number of antithetic pairs (static).
+    """
+    theta = jnp.asarray(theta)
+    kz, kf = jax.random.split(key)
+    z = jax.random.normal(kz, (n_pairs,) + theta.shape, theta.dtype)
+    keys = jax.vmap(lambda i: jax.random.fold_in(kf, i))(jnp.arange(n_pairs))
+    th = jnp.concatenate([theta + sigma * z, theta - sigma * z])
+    vals = jax.vmap(f)(th, jnp.concatenate([keys, keys]))
+    lp, lm = vals[:n_pairs], vals[n_pairs:]
+    g = ((lp - lm) / (2.0 * sigma))[:, None] * z
+    pair_mean = 0.5 * (lp + lm)
+    sd = lambda a: jnp.std(a, axis=0, ddof=1) / jnp.sqrt(n_pairs)
+    return GradEstimate(jnp.mean(g, 0), sd(g), jnp.mean(pair_mean), sd(pair_mean), pair_mean)
+
+
+def _with_log_params(params, names: Sequence[str], log_theta: Array):
+    return params._replace(**{n: jnp.exp(log_theta[i]).astype(getattr(params, n).dtype)
+                              for i, n in enumerate(names)})
+
+
+def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
+                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> GradEstimate:
+    """Estimate of ∇ J_σ w.r.t. the logs of the hyper-parameters `names`.
+
+    ``J_σ(θ) = E_z[ mean_i L_i(exp(θ + σz)) ]`` where L_i is `stream_loss` of
+    stream i (round robin over `streams`) with the learner's key of pair i:
+    the expectation is over the smoothing z, the learner's randomness and
+    the streams given. Pair i runs ``streams[i % n_streams]`` with the same
+    key at θ ± σz_i; the 2·n_pairs runs are one vmapped, jitted call (one
+    compilation per learner, shapes, names, σ and n_pairs; the same key
+    gives a bit-identical estimate).
+
+    Args:
+      learner: a `StreamLearner` (static: hashable, built by its factory).
+      key: PRNG key.
+      streams: (S, T, d) training streams.
+      params: the learner's params pytree (the other leaves stay fixed).
+      names: tuple of m positive hyper-parameter names, e.g. ``("h_scale", "length_scale")``.
+      log_theta: (m,) their logs.
+      sigma: smoothing scale in log units.
+      n_pairs: antithetic pairs.
+      n_init: points each stream's summary is initialised on.
+
+    Returns:
+      `GradEstimate` (gradient w.r.t. log θ).
+    """
+    run = _smoothed_grad_fn(learner.init, learner.update, tuple(names), float(sigma), int(n_pairs), int(n_init))
+    return run(key, jnp.asarray(streams), params, jnp.asarray(log_theta))
+
+
+@functools.lru_cache(maxsize=64)
+def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init):
+    learner = StreamLearner(init, update, None, None, None, None)
+
+    @jax.jit
+    def run(key, streams, params, log_theta):
+        S = streams.shape[0]
+
+        def f(lt, k):
+            # Pair i's stream: round robin over the given streams (same in both members).
+            i = jax.random.randint(jax.random.fold_in(k, 7), (), 0, S)
+            return stream_loss(learner, k, streams[i], _with_log_params(params, names, lt), n_init=n_init)
+
+        return gaussian_smoothing_grad(f, log_theta, key, sigma=sigma, n_pairs=n_pairs)
+
+    return run
+
+
+class TuneResult(NamedTuple):
+    """Output of `tune`.
+
+    Attributes:
+      params: the learner's params with the tuned values.
+      log_theta: (steps + 1, m) the iterates (logs), first = start.
+      loss: (steps,) the estimate of J_σ at each iterate.
+      loss_se: (steps,) its standard errors.
+    """
+
+    params: object
+    log_theta: Array
+    loss: Array
+    loss_se: Array
+
+
+def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=None, optimizer=None,
+         steps: int = 20, sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> TuneResult:
+    """Tune positive hyper-parameters by the smoothed-gradient estimator and an optax optimiser.
+
+    Minimises J_σ(θ) (see `smoothed_grad`) over θ = log of `names`, one
+    `smoothed_grad` call (2·n_pairs stream runs) per step with a fresh key.
+    Returns the final iterate (not the best: the loss estimates are noisy).
+
+    Args:
+      learner: `StreamLearner`.
+      key: PRNG key.
+      streams: (S, T, d) training streams.
+      names: the hyper-parameters to tune (positive leaves of ``learner.params``;
+        the search is over their logs, so an upper bound such as slpc's
+        ``epsilon <= 1`` is not enforced: leave such parameters out or check
+        the result).
+      params: starting params (default ``learner.params``).
+      optimizer: an ``optax.GradientTransformation`` (default ``optax.adam(0.1)``).
+      steps, sigma, n_pairs, n_init: see `smoothed_grad`.
+
+    Returns:
+      `TuneResult`.
+    """
+    import optax
+
+    names = tuple(names)
+    params = learner.params if params is None else params
+    opt = optax.adam(0.1) if optimizer is None else optimizer
+    streams = jnp.asarray(streams)
+    lt = jnp.log(jnp.stack([jnp.asarray(getattr(params, n), streams.dtype) for n in names]))
+    state = opt.init(lt)
+    its, losses, ses = [lt], [], []
+    for s in range(steps):
+        est = smoothed_grad(learner, jax.random.fold_in(key, s), streams, params, names, lt,
+                            sigma=sigma, n_pairs=n_pairs, n_init=n_init)
+        upd, state = opt.update(est.grad, state, lt)
+        lt = optax.apply_updates(lt, upd)
+        its.append(lt)
+        losses.append(est.value)
+        ses.append(est.value_se)
+    return TuneResult(_with_log_params(params, names, lt), jnp.stack(its), jnp.stack(losses), jnp.stack(ses))
+
+
+class RefineEmbeddingResult(NamedTuple):
+    """Output of `refine_embedding`.
+
+    Attributes:
+      Y: (n, k) refined coordinates.
+      stress: (steps,) normalised stress before each step.
+    """
+
+    Y: Array
+    stress: Array
+
+
+@functools.partial(jax.jit, static_argnames=("optimizer", "steps"))
+def refine_embedding(dist: Array, Y: Array, *, optimizer=None, steps: int = 200) -> RefineEmbeddingResult:
+    """Lower the normalised stress of an embedding by gradient descent (optax).
+
+    Minimises `jaxstream.embedding.normalized_stress` (dist, Y) over Y from a
+    start such as landmark MDS coordinates (``LandmarkMDS.transform`` of the
+    points, or `lmds_transform`). Its derivative is finite everywhere
+    (coincident points and the diagonal take the subgradient 0). Cost: one
+    (n, n) distance matrix and its derivative per step, O(steps·n²·k),
+    against LMDS's O(n·n_L·k) per point.
+
+    Args:
+      dist: (n, n) symmetric target distances.
+      Y: (n, k) starting coordinates.
+      optimizer: an ``optax.GradientTransformation`` (static; default
+        ``optax.adam(1e-2)``, scale it to the data's units).
+      steps: number of steps (static).
+
+    Returns:
+      `RefineEmbeddingResult`.
+    """
+    import optax
+
+    from .embedding.stress import normalized_stress
+
+    opt = optax.adam(1e-2) if optimizer is None else optimizer
+    dist = jnp.asarray(dist)
+    Y = jnp.asarray(Y, dist.dtype)
+
+    def step(carry, _):
+        y, s = carry
+        val, g = jax.value_and_grad(normalized_stress, argnums=1)(dist, y)
+        upd, s = opt.update(g, s, y)
+        return (optax.apply_updates(y, upd), s), val
+
+    (Y, _), vals = jax.lax.scan(step, (Y, opt.init(Y)), None, length=steps)
+    return RefineEmbeddingResult(Y, vals)

@@ -1,0 +1,146 @@
+"""Gradients through whole streams (issue 23): pathwise derivatives against finite
+differences, the smoothed-gradient estimator against its analytic value and against a
+finite difference of the same smoothed objective, and tuning by gradient."""
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from scipy.stats import norm
+
+import jaxstream as js
+from jaxstream import differentiable as D
+
+jax.config.update("jax_enable_x64", True)
+KEY = jax.random.key(0)
+
+
+def _cubic(n_streams, T, seed0=0):
+    return jnp.asarray(np.stack([js.datasets.make_cubic_stream(T, seed=seed0 + s) for s in range(n_streams)]))
+
+
+def _paired_se(a, b):
+    d = a.pair_values - b.pair_values
+    return jnp.std(d, ddof=1) / jnp.sqrt(d.shape[0])
+
+
+@pytest.mark.slow  # ~45 s: compiling reverse mode through the slpc round
+def test_slpc_pathwise_grad_matches_finite_difference():
+    learner = js.slpc(max_segments=6, history_size=32)
+    xs = _cubic(1, 50)[0]
+    f = jax.jit(lambda xs: D.stream_loss(learner, KEY, xs))
+    g = jax.grad(lambda xs: D.stream_loss(learner, KEY, xs))(xs)
+    assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0
+    v = jnp.asarray(np.random.default_rng(1).normal(size=xs.shape))
+    h = 1e-6
+    fd = (f(xs + h * v) - f(xs - h * v)) / (2 * h)
+    np.testing.assert_allclose(float(jnp.vdot(g, v)), float(fd), rtol=1e-5)
+    # Hyper-parameters that only enter comparisons: derivative exactly 0 (documented).
+    gp = jax.grad(lambda p: D.stream_loss(learner, KEY, xs, p))(learner.params)
+    assert float(gp.h_scale) == 0.0 and float(gp.length_scale) == 0.0 and float(gp.z_scale) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pacbo", "landmark_mds"])
+def test_forward_mode_pathwise_pacbo_landmarks(name):
+    learner = js.pacbo(max_clusters=3) if name == "pacbo" else js.landmark_mds(max_landmarks=6, n_components=2)
+    xs = _cubic(1, 40)[0]
+    f = lambda xs: D.stream_loss(learner, KEY, xs)
+    v = jnp.asarray(np.random.default_rng(1).normal(size=xs.shape))
+    _, tan = jax.jvp(f, (xs,), (v,))
+    h = 1e-6
+    fd = (f(xs + h * v) - f(xs - h * v)) / (2 * h)
+    assert np.isfinite(float(tan))
+    np.testing.assert_allclose(float(tan), float(fd), rtol=1e-4)
+
+
+def test_gaussian_smoothing_unbiased_on_step_function():
+    # L(θ) = 1[θ > 0]: the smoothed derivative is φ(θ/σ)/σ.
+    sigma = 0.5
+    f = lambda th, k: (th[0] > 0).astype(jnp.float64)
+    for theta in (0.0, 0.3, -0.6):
+        est = D.gaussian_smoothing_grad(f, jnp.array([theta]), KEY, sigma=sigma, n_pairs=4000)
+        exact = norm.pdf(theta / sigma) / sigma
+        assert abs(float(est.grad[0]) - exact) < 4 * float(est.se[0]), (theta, est, exact)
+    # And a wrong answer would be caught: the estimate is informative (se well below the value).
+    assert float(est.se[0]) < 0.1 * exact
+
+
+def test_smoothed_grad_slpc_matches_finite_difference_and_is_reproducible():
+    learner = js.slpc(max_segments=6, history_size=32)
+    streams = _cubic(8, 50)
+    names = ("h_scale", "length_scale")
+    lt = jnp.log(jnp.array([4.0, 4.0]))   # over-penalised: a clearly non-zero gradient
+    kw = dict(sigma=0.3, n_pairs=256)
+    est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
+    again = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
+    chex.assert_trees_all_equal(est, again)                  # same key: bit-identical
+    # Central difference of the same smoothed objective, common random numbers (same key:
+    # same z, streams and learner keys on both sides).
+    assert float(est.grad.sum()) > 4 * float(jnp.sqrt(jnp.sum(est.se ** 2)))   # informative: clearly > 0
+    h = 0.3
+    for j in range(2):
+        e = jnp.zeros(2).at[j].set(h)
+        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
+        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
+        fd = (hi.value - lo.value) / (2 * h)
+        # hi and lo share z, streams and keys pair by pair: the paired difference's se.
+        se_fd = _paired_se(hi, lo) / (2 * h)
+        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
+
+
+def test_smoothed_grad_compiles_once():
+    learner = js.slpc(max_segments=6, history_size=32)
+    streams = _cubic(2, 30)
+    names = ("h_scale",)
+    fn = D._smoothed_grad_fn(learner.init, learner.update, names, 0.2, 4, 20)
+    for s in range(3):
+        D.smoothed_grad(learner, jax.random.key(s), streams, learner.params, names, jnp.array([s * 0.1]),
+                        n_pairs=4)
+    assert fn._cache_size() == 1
+
+
+def test_tune_improves_held_out_loss():
+    learner = js.slpc(max_segments=8, history_size=32)
+    train, test = _cubic(8, 60), _cubic(16, 60, seed0=1000)
+    p0 = learner.params._replace(h_scale=jnp.asarray(4.0), length_scale=jnp.asarray(4.0))
+    r = D.tune(learner, KEY, train, ("h_scale", "length_scale"), params=p0, steps=8, n_pairs=16,
+               optimizer=optax.adam(0.3))
+    assert r.log_theta.shape == (9, 2)
+    ev = jax.jit(jax.vmap(lambda xs, k, p: D.stream_loss(learner, k, xs, p), in_axes=(0, 0, None)))
+    keys = jax.random.split(jax.random.key(5), 16)
+    diff = ev(test, keys, r.params) - ev(test, keys, p0)      # paired: same streams and keys
+    assert float(diff.mean()) < -2 * float(diff.std(ddof=1) / np.sqrt(16)), diff
+
+
+def test_refine_embedding_lowers_stress_of_lmds():
+    from jaxstream import _ops
+    from jaxstream.embedding import lmds_fit, lmds_transform, normalized_stress
+    X = jnp.asarray(js.datasets.make_s_curve(120, random_state=0)[0])
+    Dm = jnp.sqrt(_ops.sq_dist(X, X))
+    idx = jnp.arange(0, 120, 12)
+    Y0 = lmds_transform(lmds_fit(_ops.sq_dist(X[idx], X[idx]), 2), _ops.sq_dist(X, X[idx]))
+    r = D.refine_embedding(Dm, Y0, optimizer=optax.adam(0.05), steps=150)
+    s0, s1 = float(normalized_stress(Dm, Y0)), float(normalized_stress(Dm, r.Y))
+    assert np.all(np.isfinite(np.asarray(r.stress)))
+    assert s1 < 0.9 * s0, (s0, s1)
+
+
+@pytest.mark.slow
+def test_smoothed_grad_pacbo_two_hyper_parameters_match_finite_difference():
+    learner = js.pacbo(max_clusters=4)
+    streams = _cubic(4, 40)
+    names = ("lambda_scale", "price_scale")
+    lt = jnp.log(jnp.array([5.0, 1.0]))
+    kw = dict(sigma=0.3, n_pairs=64)
+    est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
+    assert bool(jnp.all(jnp.isfinite(est.grad)))
+    h = 0.3
+    for j in range(2):
+        e = jnp.zeros(2).at[j].set(h)
+        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
+        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
+        fd = (hi.value - lo.value) / (2 * h)
+        se_fd = _paired_se(hi, lo) / (2 * h)
+        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
