@@ -14,13 +14,21 @@ from jaxstream.clustering import quasi_posterior as Q
 from jaxstream.curves.refine import refine
 from jaxstream.embedding import landmark_stress, lmds_fit, lmds_transform, normalized_stress
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """float64 for this file's tests only (a global switch would leak into every test the
+    same pytest worker runs after it)."""
+    with jax.enable_x64(True):
+        yield
+
 TOL = dict(atol=1e-4, rtol=1e-4)
 
 # Active vertices 0..2; padding row 3 repeats the last vertex (a zero-length padding
 # segment), row 4 is zero. Points are generic (no projection parameter at a clip boundary).
-V = jnp.array([[0., 0.], [1., 0.2], [1.1, 1.], [1.1, 1.], [0., 0.]])
-P = jnp.array([[0.2, 0.35], [1.5, 0.5], [0.3, -0.4], [0.7, 1.3]])
+V = np.array([[0., 0.], [1., 0.2], [1.1, 1.], [1.1, 1.], [0., 0.]])
+P = np.array([[0.2, 0.35], [1.5, 0.5], [0.3, -0.4], [0.7, 1.3]])
 
 
 def _finite(tree):

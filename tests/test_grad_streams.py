@@ -12,7 +12,15 @@ from scipy.stats import norm
 import jaxstream as js
 from jaxstream import differentiable as D
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """float64 for this file's tests only (a global switch would leak into every test the
+    same pytest worker runs after it)."""
+    with jax.enable_x64(True):
+        yield
+
 KEY = jax.random.key(0)
 
 
