@@ -156,14 +156,7 @@ class StreamModel:
 
         All or nothing: if it raises, the model keeps what it had learned before."""
         del y
-        saved = dict(self.__dict__)
-        self._forget()
-        try:
-            return self.partial_fit(X)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        return self._all_or_nothing(lambda: (self._forget(), self._partial_fit(X))[1])
 
     def partial_fit(self, X, y=None) -> "StreamModel":
         """Learn the rows of X (n, d) in order, after what was learned before. Returns self.
@@ -179,9 +172,13 @@ class StreamModel:
           FloatingPointError: the summary became NaN while learning X.
         """
         del y
+        return self._all_or_nothing(lambda: self._partial_fit(X))
+
+    def _all_or_nothing(self, learn):
+        """Run ``learn()``; if it raises (Ctrl-C included), put every attribute back as it was."""
         saved = {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
         try:
-            return self._partial_fit(X)
+            return learn()
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)

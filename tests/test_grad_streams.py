@@ -33,6 +33,19 @@ def _paired_se(a, b):
     return jnp.std(d, ddof=1) / jnp.sqrt(d.shape[0])
 
 
+def _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw, h=0.3):
+    """Each component of the estimate `est` at log θ = `lt` agrees, within 4 combined standard
+    errors, with a central difference of the same smoothed objective (common random numbers:
+    the same key gives the same z, streams and learner keys on both sides)."""
+    for j in range(len(names)):
+        e = jnp.zeros(len(names)).at[j].set(h)
+        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
+        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
+        fd = (hi.value - lo.value) / (2 * h)
+        se_fd = _paired_se(hi, lo) / (2 * h)  # hi and lo are paired draw by draw
+        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
+
+
 @pytest.mark.slow  # ~45 s: compiling reverse mode through the slpc round
 def test_slpc_pathwise_grad_matches_finite_difference():
     learner = js.slpc(max_segments=6, history_size=32)
@@ -84,18 +97,8 @@ def test_smoothed_grad_slpc_matches_finite_difference_and_is_reproducible():
     est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     again = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     chex.assert_trees_all_equal(est, again)                  # same key: bit-identical
-    # Central difference of the same smoothed objective, common random numbers (same key:
-    # same z, streams and learner keys on both sides).
     assert float(est.grad.sum()) > 4 * float(jnp.sqrt(jnp.sum(est.se ** 2)))   # informative: clearly > 0
-    h = 0.3
-    for j in range(2):
-        e = jnp.zeros(2).at[j].set(h)
-        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
-        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
-        fd = (hi.value - lo.value) / (2 * h)
-        # hi and lo share z, streams and keys pair by pair: the paired difference's se.
-        se_fd = _paired_se(hi, lo) / (2 * h)
-        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
+    _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw)
 
 
 def test_smoothed_grad_compiles_once():
@@ -144,11 +147,4 @@ def test_smoothed_grad_pacbo_two_hyper_parameters_match_finite_difference():
     kw = dict(sigma=0.3, n_pairs=64)
     est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     assert bool(jnp.all(jnp.isfinite(est.grad)))
-    h = 0.3
-    for j in range(2):
-        e = jnp.zeros(2).at[j].set(h)
-        hi = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt + e, **kw)
-        lo = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt - e, **kw)
-        fd = (hi.value - lo.value) / (2 * h)
-        se_fd = _paired_se(hi, lo) / (2 * h)
-        assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
+    _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw)
