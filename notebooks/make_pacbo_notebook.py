@@ -1,7 +1,4 @@
-"""Writes notebooks/pacbo.ipynb (unexecuted); execute it with nbclient from notebooks/:
-
-    python -c "import nbformat; from nbclient import NotebookClient; nb = nbformat.read('pacbo.ipynb', 4); NotebookClient(nb, timeout=900).execute(); nbformat.write(nb, 'pacbo.ipynb')"
-"""
+"""Build and execute notebooks/pacbo.ipynb (python notebooks/make_pacbo_notebook.py)."""
 import os
 
 import nbformat as nbf
