@@ -15,6 +15,7 @@ from ._core import StreamLearner, config_record, run_stream
 from ._sharding import init_streams, run_streams
 from ._chunked import ChunkedResult, read_csv_blocks, read_npy_blocks, run_stream_chunked
 from ._wrapper import NotFittedError, StreamModel
+from ._loops import static_trip_counts
 from . import checkpoint, datasets, differentiable, geometry
 from . import clustering, curves, embedding
 from .curves import SLPC, slpc
@@ -27,6 +28,7 @@ __version__ = "0.2.0"
 __all__ = [
     "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "ChunkedResult", "read_npy_blocks", "read_csv_blocks",
+    "static_trip_counts",
     "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
     "curves", "clustering", "embedding", "checkpoint", "datasets", "differentiable", "geometry",
 ]

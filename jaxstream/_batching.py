@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._loops import static_trip_counts_enabled
+
 __all__ = ["rare", "rare_loop", "compact_chunk", "COMPACT_MAX_BYTES"]
 
 # Under vmap, `rare` gathers the streams that take the branch into chunks and runs `fn` on those only,
@@ -55,6 +57,9 @@ def rare_loop(pred, fn: Callable, default, small, big):
     Returns:
       ``fn(small, big)`` or `default`.
     """
+    if static_trip_counts_enabled():  # reverse-differentiable form (`jaxstream._loops`)
+        return lax.cond(pred, fn, lambda sm, bg: default, small, big)
+
     def body(c):
         _, sm, bg = lax.optimization_barrier((c[0], c[2], big))
         return jnp.zeros_like(c[0]), fn(sm, bg), c[2]
@@ -136,6 +141,8 @@ def rare(pred, fn: Callable, default, small, big) -> Any:
     Returns:
       ``fn(small, big)`` where `pred`, `default` elsewhere.
     """
+    if static_trip_counts_enabled():  # a plain cond (a select under vmap): reverse-differentiable
+        return rare_loop(pred, fn, default, small, big)
     @jax.custom_batching.custom_vmap
     def rare_(pred, default, small, big):
         return rare_loop(pred, fn, default, small, big)

@@ -11,9 +11,12 @@ What is differentiable (see the README's differentiability table):
     live on the lattice (integers), so the line is constant between choices
     and only x_t itself and the standardisation (centre, scale, δ) carry a
     derivative.
-  - PACBO and landmark MDS: **forward mode only** (``jax.jvp``, ``jax.jacfwd``):
-    their rounds contain loops with data-dependent trip counts
-    (``fori_loop``/``while_loop``), which reverse mode cannot differentiate.
+  - PACBO and landmark MDS: reverse and forward mode w.r.t. the data (and
+    PACBO's centres and proposal scale). Their rounds contain loops with
+    data-dependent trip counts, which reverse mode cannot differentiate;
+    `stream_loss` traces them in their static form
+    (`jaxstream._loops.static_trip_counts`: the same values, the skipped
+    iterations guarded by conds).
   The derivative w.r.t. a hyper-parameter that only enters a comparison or an
   argmin (slpc's h_scale, length_scale, z_scale, epsilon; PACBO's
   temperatures in the accept step; the landmark radius) is **zero almost
@@ -31,29 +34,49 @@ What is differentiable (see the README's differentiability table):
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 
+from ._checks import PARAM_RANGES
 from ._core import StreamLearner, _scan_stream, _trace_loss
+from ._loops import static_trip_counts
 
 Array = jax.Array
 
 __all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
-           "refine_embedding", "RefineEmbeddingResult"]
+           "refine_embedding", "RefineEmbeddingResult", "log_bounds"]
 
 
-def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20) -> Array:
+def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20,
+                reverse_mode: bool = True) -> Array:
     """Total prequential loss of one stream: init on ``xs[:n_init]``, learn the rest.
 
     A pure function of ``xs`` (T, d) and ``params`` (the learner's params
-    pytree), jit-, vmap- and (see the module docstring for which mode)
-    differentiable. Rows must be finite (no host-side checks run here).
+    pytree), jit-, vmap- and differentiable (``jax.grad`` and ``jax.jvp``;
+    see the module docstring for which inputs carry a derivative). Rows must
+    be finite (no host-side checks run here).
+
+    Args:
+      learner: a `StreamLearner`.
+      key: PRNG key (the same key as `run_stream`'s).
+      xs: (T, d) stream, T > n_init.
+      params: the learner's params pytree (default ``learner.params``).
+      n_init: rows given to ``init``.
+      reverse_mode: trace the learner's loops with data-dependent trip counts
+        in their static form (`jaxstream._loops.static_trip_counts`), which
+        ``jax.grad`` can differentiate. Same values either way; False is
+        faster for forward mode and under `vmap`, where the static form runs
+        every iteration of those loops.
 
     Returns:
       () the sum over rounds t >= n_init of the loss of the summary before x_t.
     """
+    if reverse_mode:
+        with static_trip_counts():
+            return stream_loss(learner, key, xs, params, n_init=n_init, reverse_mode=False)
     params = learner.params if params is None else params
     state = learner.init(key, xs[:n_init], params)
     _, losses = _scan_stream(learner.update, key, xs[n_init:], state, None, _trace_loss, 0, all_valid=True)
@@ -106,9 +129,26 @@ def gaussian_smoothing_grad(f: Callable, theta: Array, key, *, sigma: float, n_p
     return GradEstimate(jnp.mean(g, 0), sd(g), jnp.mean(pair_mean), sd(pair_mean), pair_mean)
 
 
-def _with_log_params(params, names: Sequence[str], log_theta: Array):
+def _with_log_params(params, names: Sequence[str], log_theta: Array, bounds=None):
+    """Params with ``names`` set to exp(log_theta), clipped to their valid ranges (`log_bounds`)."""
+    if bounds is not None:
+        log_theta = jnp.clip(log_theta, jnp.asarray([b[0] for b in bounds], log_theta.dtype),
+                             jnp.asarray([b[1] for b in bounds], log_theta.dtype))
     return params._replace(**{n: jnp.exp(log_theta[i]).astype(getattr(params, n).dtype)
                               for i, n in enumerate(names)})
+
+
+def log_bounds(learner: StreamLearner, names: Sequence[str]) -> tuple:
+    """((log lo, log hi), ...) per name: the logs of each parameter's valid range
+    (`jaxstream._checks.PARAM_RANGES`; (−inf, inf) where the learner has none)."""
+    ranges = PARAM_RANGES.get(getattr(getattr(learner, "config", None), "name", None), {})
+    out = []
+    for n in names:
+        r = ranges.get(n)
+        lo = math.log(r.lo) if r is not None and r.lo > 0 else -math.inf
+        hi = math.log(r.hi) if r is not None and math.isfinite(r.hi) else math.inf
+        out.append((lo, hi))
+    return tuple(out)
 
 
 def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
@@ -137,12 +177,13 @@ def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tu
     Returns:
       `GradEstimate` (gradient w.r.t. log θ).
     """
-    run = _smoothed_grad_fn(learner.init, learner.update, tuple(names), float(sigma), int(n_pairs), int(n_init))
+    run = _smoothed_grad_fn(learner.init, learner.update, tuple(names), float(sigma), int(n_pairs), int(n_init),
+                            log_bounds(learner, names))
     return run(key, jnp.asarray(streams), params, jnp.asarray(log_theta))
 
 
 @functools.lru_cache(maxsize=64)
-def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init):
+def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None):
     learner = StreamLearner(init, update, None, None, None, None)
 
     @jax.jit
@@ -152,7 +193,8 @@ def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init):
         def f(lt, k):
             # Pair i's stream: round robin over the given streams (same in both members).
             i = jax.random.randint(jax.random.fold_in(k, 7), (), 0, S)
-            return stream_loss(learner, k, streams[i], _with_log_params(params, names, lt), n_init=n_init)
+            return stream_loss(learner, k, streams[i], _with_log_params(params, names, lt, bounds), n_init=n_init,
+                               reverse_mode=False)
 
         return gaussian_smoothing_grad(f, log_theta, key, sigma=sigma, n_pairs=n_pairs)
 
@@ -188,9 +230,9 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
       key: PRNG key.
       streams: (S, T, d) training streams.
       names: the hyper-parameters to tune (positive leaves of ``learner.params``;
-        the search is over their logs, so an upper bound such as slpc's
-        ``epsilon <= 1`` is not enforced: leave such parameters out or check
-        the result).
+        the search is over their logs; iterates are projected onto each
+        parameter's valid range, e.g. slpc's ``epsilon <= 1``, and the
+        smoothed evaluations clipped to it).
       params: starting params (default ``learner.params``).
       optimizer: an ``optax.GradientTransformation`` (default ``optax.adam(0.1)``).
       steps, sigma, n_pairs, n_init: see `smoothed_grad`.
@@ -205,6 +247,8 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
     opt = optax.adam(0.1) if optimizer is None else optimizer
     streams = jnp.asarray(streams)
     lt = jnp.log(jnp.stack([jnp.asarray(getattr(params, n), streams.dtype) for n in names]))
+    bounds = log_bounds(learner, names)
+    lo, hi = (jnp.asarray([b[i] for b in bounds], lt.dtype) for i in (0, 1))
     state = opt.init(lt)
     its, losses, ses = [lt], [], []
     for s in range(steps):
@@ -212,10 +256,11 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
                             sigma=sigma, n_pairs=n_pairs, n_init=n_init)
         upd, state = opt.update(est.grad, state, lt)
         lt = optax.apply_updates(lt, upd)
+        lt = jnp.clip(lt, lo, hi)  # projected onto the valid ranges
         its.append(lt)
         losses.append(est.value)
         ses.append(est.value_se)
-    return TuneResult(_with_log_params(params, names, lt), jnp.stack(its), jnp.stack(losses), jnp.stack(ses))
+    return TuneResult(_with_log_params(params, names, lt, bounds), jnp.stack(its), jnp.stack(losses), jnp.stack(ses))
 
 
 class RefineEmbeddingResult(NamedTuple):

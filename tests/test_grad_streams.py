@@ -62,18 +62,57 @@ def test_slpc_pathwise_grad_matches_finite_difference():
     assert float(gp.h_scale) == 0.0 and float(gp.length_scale) == 0.0 and float(gp.z_scale) == 0.0
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # ~40 s: compiling reverse mode through PACBO's round
 @pytest.mark.parametrize("name", ["pacbo", "landmark_mds"])
-def test_forward_mode_pathwise_pacbo_landmarks(name):
-    learner = js.pacbo(max_clusters=3) if name == "pacbo" else js.landmark_mds(max_landmarks=6, n_components=2)
+def test_reverse_mode_pathwise_pacbo_landmarks(name):
+    # max_clusters = 9: three blocks of slots, so the static form skips guarded iterations.
+    learner = (js.pacbo(max_clusters=9, n_steps=50) if name == "pacbo"
+               else js.landmark_mds(max_landmarks=6, n_components=2))
     xs = _cubic(1, 40)[0]
-    f = lambda xs: D.stream_loss(learner, KEY, xs)
+    f = jax.jit(lambda xs: D.stream_loss(learner, KEY, xs, reverse_mode=False))
+    g = jax.jit(jax.grad(lambda xs: D.stream_loss(learner, KEY, xs)))(xs)
+    assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0
     v = jnp.asarray(np.random.default_rng(1).normal(size=xs.shape))
     _, tan = jax.jvp(f, (xs,), (v,))
+    np.testing.assert_allclose(float(jnp.vdot(g, v)), float(tan), rtol=1e-9)  # the same linearisation
     h = 1e-6
     fd = (f(xs + h * v) - f(xs - h * v)) / (2 * h)
-    assert np.isfinite(float(tan))
     np.testing.assert_allclose(float(tan), float(fd), rtol=1e-4)
+
+
+def _final_state(learner, xs, n_init=20):
+    from jaxstream._core import _scan_stream, _trace_loss
+    with js.static_trip_counts():
+        st = learner.init(KEY, xs[:n_init])
+        return _scan_stream(learner.update, KEY, xs[n_init:], st, None, _trace_loss, 0, all_valid=True)[0]
+
+
+def test_reverse_mode_through_landmark_state_eps():
+    # ε grows by a fixed-point loop in the replacement rule; its derivative w.r.t. the data
+    # (a pair distance's) comes back through the static form, and matches a central difference.
+    learner = js.landmark_mds(max_landmarks=6, n_components=2)
+    xs = _cubic(1, 60)[0]
+    eps = jax.jit(lambda xs: _final_state(learner, xs).eps)
+    assert float(eps(xs)) > 0  # replacements happened
+    g = jax.grad(lambda xs: _final_state(learner, xs).eps)(xs)
+    v = jnp.asarray(np.random.default_rng(2).normal(size=xs.shape))
+    h = 1e-6
+    fd = (eps(xs + h * v) - eps(xs - h * v)) / (2 * h)
+    assert float(jnp.abs(fd)) > 0
+    np.testing.assert_allclose(float(jnp.vdot(g, v)), float(fd), rtol=1e-5)
+
+
+@pytest.mark.slow  # ~30 s: compiling reverse mode through PACBO's round
+def test_pacbo_proposal_scale_pathwise_grad_matches_finite_difference():
+    learner = js.pacbo(max_clusters=3, n_steps=50)
+    xs = _cubic(1, 40)[0]
+    gp = jax.grad(lambda p: D.stream_loss(learner, KEY, xs, p))(learner.params)
+    f = jax.jit(lambda s: D.stream_loss(learner, KEY, xs, learner.params._replace(proposal_scale=s),
+                                        reverse_mode=False))
+    s, h = learner.params.proposal_scale, 1e-6
+    fd = (f(s + h) - f(s - h)) / (2 * h)
+    assert float(jnp.abs(fd)) > 0
+    np.testing.assert_allclose(float(gp.proposal_scale), float(fd), rtol=1e-5)
 
 
 def test_gaussian_smoothing_unbiased_on_step_function():
@@ -105,11 +144,22 @@ def test_smoothed_grad_compiles_once():
     learner = js.slpc(max_segments=6, history_size=32)
     streams = _cubic(2, 30)
     names = ("h_scale",)
-    fn = D._smoothed_grad_fn(learner.init, learner.update, names, 0.2, 4, 20)
+    fn = D._smoothed_grad_fn(learner.init, learner.update, names, 0.2, 4, 20, D.log_bounds(learner, names))
     for s in range(3):
         D.smoothed_grad(learner, jax.random.key(s), streams, learner.params, names, jnp.array([s * 0.1]),
                         n_pairs=4)
     assert fn._cache_size() == 1
+
+
+def test_tune_keeps_parameters_in_their_valid_range():
+    learner = js.slpc(max_segments=6, history_size=32)
+    assert D.log_bounds(learner, ("epsilon", "h_scale")) == ((-np.inf, 0.0), (-np.inf, np.inf))
+    # An optimiser that always raises log ε by 5: without the projection ε would reach e^5·0.1.
+    up = optax.GradientTransformation(lambda p: optax.EmptyState(),
+                                      lambda g, s, p=None: (jnp.full_like(g, 5.0), s))
+    r = D.tune(learner, KEY, _cubic(2, 30), ("epsilon",), optimizer=up, steps=2, n_pairs=2)
+    np.testing.assert_allclose(np.asarray(r.log_theta[1:, 0]), 0.0)
+    assert float(r.params.epsilon) == 1.0
 
 
 def test_tune_improves_held_out_loss():

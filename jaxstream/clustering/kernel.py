@@ -56,6 +56,7 @@ from jax import lax
 from jax.scipy.special import gammaln
 
 from .. import _rng
+from .._loops import fori_upto
 
 
 Array = jax.Array
@@ -326,7 +327,7 @@ def sample_proposals(key, family: ProposalFamily, n: int, df: int = 3, symmetriz
         c, z2, _ = _block(b, 0, means, scales, r, k, f, k_noise, blk)
         return lax.dynamic_update_slice_in_dim(cs, c, b * blk, axis=1), sz2 + z2
 
-    cs, sz2 = lax.fori_loop(0, _n_blocks(k, p, blk), body,
+    cs, sz2 = fori_upto(_n_blocks(k, p, blk), nb, body,
                             (jnp.zeros((n, nb * blk, d), means.dtype), jnp.zeros((n,), means.dtype)))
     c = cs[:, :p]
     if not symmetrize:
@@ -434,7 +435,7 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
 
         init = (target.init_distances(PROPOSAL_CHUNK), jnp.zeros((PROPOSAL_CHUNK,), dtype),
                 jnp.ones((PROPOSAL_CHUNK,), bool))
-        dist, sz2, inside = lax.fori_loop(0, n_blocks, score, init)
+        dist, sz2, inside = fori_upto(n_blocks, nb, score, init)
         return None, (target.from_distances(dist, inside, kc), _log_g_draw(sz2, fc, rc, kc, family, df))
 
     _, (ld, lg) = lax.scan(chunk, None, jnp.arange(n_chunks))
@@ -453,8 +454,7 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
 
     zeros = jnp.zeros((nb * blk, d), dtype)
     n_rebuild = n_blocks if path_mean else (jnp.clip(k[pick], 1, p) + blk - 1) // blk
-    c_pick, c_sum = lax.fori_loop(0, n_rebuild,
-                                  rebuild, (zeros, zeros))
+    c_pick, c_sum = fori_upto(n_rebuild, nb, rebuild, (zeros, zeros))
     final, info = _chain_end(state, c_pick[:p], k, ld, w, idx, acc, prob, pick, moved, u)
     if not path_mean:
         return final, info

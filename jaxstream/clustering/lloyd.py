@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._loops import fori_upto
+
 Array = jax.Array
 CENTER_BLOCK = 8
 
@@ -96,7 +98,7 @@ def nearest_center_blocked(points_t: Array, centers: Array, n_clusters) -> tuple
 
     n_blocks = (jnp.clip(n_clusters, 1, p) + blk - 1) // blk
     init = (jnp.full((n,), jnp.inf, centers.dtype), jnp.zeros((n,), jnp.int32))
-    return lax.fori_loop(0, n_blocks, body, init)
+    return fori_upto(n_blocks, nb, body, init)
 
 
 def kmeans(points: Array, centers: Array, *, point_mask: Optional[Array] = None,
@@ -176,7 +178,7 @@ def _centroids_blocked(points: Array, pm: Array, a: Array, c: Array, k):
                 lax.dynamic_update_slice_in_dim(counts, cnt, b * blk, axis=0))
 
     n_blocks = (jnp.clip(k, 1, p) + blk - 1) // blk
-    cp, counts = lax.fori_loop(0, n_blocks, body, (cp, jnp.zeros((nb * blk,), points.dtype)))
+    cp, counts = fori_upto(n_blocks, nb, body, (cp, jnp.zeros((nb * blk,), points.dtype)))
     return cp[:p], counts[:p]
 
 
@@ -219,7 +221,7 @@ def _removal_cost(points_t: Array, point_mask: Array, centers: Array, k) -> Arra
         return jnp.where(better, m, first), second, jnp.where(better, b * blk + i, arg)
 
     inf = jnp.full((n,), jnp.inf, centers.dtype)
-    first, second, a = lax.fori_loop(0, n_blocks, nearest2, (inf, inf, jnp.zeros((n,), jnp.int32)))
+    first, second, a = fori_upto(n_blocks, nb, nearest2, (inf, inf, jnp.zeros((n,), jnp.int32)))
     gain = jnp.where(point_mask, second - first, 0.0)
 
     def sums(b, cost):
@@ -227,7 +229,7 @@ def _removal_cost(points_t: Array, point_mask: Array, centers: Array, k) -> Arra
         cb = jnp.sum(jnp.where(a[None, :] == slots[:, None], gain[None, :], 0.0), axis=1)
         return lax.dynamic_update_slice_in_dim(cost, cb, b * blk, axis=0)
 
-    cost = lax.fori_loop(0, n_blocks, sums, jnp.zeros((nb * blk,), centers.dtype))[:p]
+    cost = fori_upto(n_blocks, nb, sums, jnp.zeros((nb * blk,), centers.dtype))[:p]
     return jnp.where(center_mask(k, p), cost, jnp.inf)
 
 

@@ -74,6 +74,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
+from .._loops import fori_upto
 from .lloyd import center_mask, nearest_center
 
 Array = jax.Array
@@ -237,7 +238,7 @@ def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Arr
         return _min_dist_block(acc, lax.dynamic_slice_in_dim(cs, b * blk, blk, axis=1), points_t)
 
     n_blocks = (jnp.clip(jnp.max(n_clusters), 1, p) + blk - 1) // blk
-    lc = lax.fori_loop(0, n_blocks, block, jnp.full((M, points_t.shape[1]), jnp.inf, centers.dtype))
+    lc = fori_upto(n_blocks, nb, block, jnp.full((M, points_t.shape[1]), jnp.inf, centers.dtype))
     terms = lc + 0.5 * lambda2[None] * (lc - predicted_loss[None]) ** 2
     return weight * jnp.sum(jnp.where(point_mask[None], terms, 0.0), axis=1)
 

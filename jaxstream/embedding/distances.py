@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _ops
+from ..geometry import safe_sqrt
 
 Array = jax.Array
 Metric = Union[None, str, Callable[[Array, Array], Array]]
@@ -60,7 +61,7 @@ def _make_dist(metric: Metric) -> _Dist:
 @functools.lru_cache(maxsize=128)
 def _dist_for(metric) -> _Dist:
     if isinstance(metric, str) and metric == "euclidean":
-        return _Dist(lambda p, A, B: jnp.sqrt(_euclid_sq(A, B)), lambda p, A, B: _euclid_sq(A, B), False, False)
+        return _Dist(lambda p, A, B: safe_sqrt(_euclid_sq(A, B)), lambda p, A, B: _euclid_sq(A, B), False, False)
     if isinstance(metric, str) and metric == "precomputed":
         def dist(p, A, B):
             i = A[:, 0].astype(jnp.int32)

@@ -27,8 +27,10 @@ landmarks change. The rare branches go through `jaxstream._batching.rare`:
 under `run_streams` (vmap) they run only for the streams that take them (a
 plain ``lax.cond`` would run both sides for every stream at every step, and
 a batched loop every stream at each step where one stream needs it: 95 % of
-the steps of 64 S-curve streams). `update` is not reverse-differentiable
-(it contains while loops and a custom_vmap); `loss` is.
+the steps of 64 S-curve streams). Reverse mode cannot differentiate those
+loops: traced inside `jaxstream.static_trip_counts()` (as
+`jaxstream.differentiable.stream_loss` does) they become conds and `update`
+is reverse-differentiable w.r.t. the data; `loss` always is.
 
 Memory is bounded by static capacities: ``max_landmarks`` and
 ``buffer_size`` (the points that form the graph). When the buffer is full,
@@ -56,6 +58,7 @@ from .._batching import rare
 from .._checks import check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
 from .._ops import first_argmin
+from ..geometry import safe_sqrt
 from .coords import embed_points, empty_embedding, fresh_embedding, landmark_weights as _landmark_weights, procrustes
 from .distances import Metric, _make_dist
 from .replacement import Case3, replace_landmark
@@ -83,7 +86,7 @@ def _observe(state: State, x, config: Config):
         sq = dx * dx
     else:  # squared distances first, so that the loss is differentiable at 0
         sq = config.dist.sqdist(state.params, x[None], state.points)[0]
-        dx = jnp.sqrt(sq)
+        dx = safe_sqrt(sq)  # derivative 0 at 0 (x on a buffered point, an empty slot at 0)
     dx = jnp.where(state.valid, dx, jnp.inf)
     loss = jnp.min(jnp.where(lm & state.valid, sq, jnp.inf))
     covered = jnp.any(lm & (dx <= state.eps))

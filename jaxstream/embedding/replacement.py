@@ -50,6 +50,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._batching import rare
+from .._loops import static_trip_counts_enabled
 from .._ops import first_argmin
 from .types import Config, State
 
@@ -129,7 +130,16 @@ def grow_eps(DL, lm_valid, lm_arrival, valid, eps):
         return c_new, jnp.any(c_new > c)
 
     c0 = jnp.full((R,), eps, DL.dtype)
-    c, _ = lax.while_loop(lambda carry: carry[1], body, (c0, jnp.array(True)))
+    if not static_trip_counts_enabled():
+        c, _ = lax.while_loop(lambda carry: carry[1], body, (c0, jnp.array(True)))
+    else:
+        # Reverse-differentiable form (`jaxstream._loops`): the fixed point without derivatives,
+        # then the value it stopped at, read differentiably: each row's c is ε or the largest
+        # interval end M its owned points reach at c (the same value, since c is a fixed point).
+        c_fix, _ = lax.while_loop(lambda carry: carry[1], body, lax.stop_gradient((c0, jnp.array(True))))
+        c_fix = lax.stop_gradient(c_fix)
+        reach = (a[None, :] <= c_fix[:, None]) & (M >= c_fix[:, None])
+        c = jnp.maximum(c0, jnp.max(jnp.where(reach, M, -jnp.inf), axis=1))
     eps_u = jnp.where(lm_valid, c, jnp.inf)
     eps_new = jnp.min(eps_u)
     tied = lm_valid & (eps_u == eps_new)

@@ -1,0 +1,64 @@
+"""Loops with data-dependent trip counts, and their reverse-differentiable form.
+
+The learners skip work they do not need: PACBO's loops over blocks of centre
+slots stop at the largest active k, the landmark learner's rare branches run
+at most once (`jaxstream._batching.rare`). Such loops lower to
+``lax.while_loop``, which forward mode (``jax.jvp``) differentiates but
+reverse mode (``jax.grad``) cannot.
+
+Inside `static_trip_counts()` every such loop traced takes its static form
+instead: the static maximum number of iterations, each guarded by a
+``lax.cond`` that skips the ones beyond the dynamic count (a ``scan``, which
+reverse mode differentiates). The values are the same; for one stream the
+skipped iterations cost a branch each; under `vmap` the guard becomes a
+select and every iteration runs. `jaxstream.differentiable.stream_loss`
+traces the learner inside this context, so ``jax.grad`` works through every
+learner; the compiled learners that `run_stream` uses keep the dynamic form.
+
+The flag is read when a function is traced: a function jitted (and cached)
+before keeps the form it was traced with, so a jitted helper that contains
+such a loop must take `static_trip_counts_enabled()` as part of its cache key.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable
+
+from jax import lax
+
+__all__ = ["static_trip_counts", "static_trip_counts_enabled", "fori_upto"]
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def static_trip_counts():
+    """Within this context, loops with a dynamic trip count are traced in their static form."""
+    old = getattr(_state, "static", False)
+    _state.static = True
+    try:
+        yield
+    finally:
+        _state.static = old
+
+
+def static_trip_counts_enabled() -> bool:
+    """Whether `static_trip_counts` is active (read at trace time)."""
+    return bool(getattr(_state, "static", False))
+
+
+def fori_upto(n, n_max: int, body: Callable, init):
+    """``lax.fori_loop(0, n, body, init)`` for a dynamic ``n ≤ n_max`` (static).
+
+    In the static form (`static_trip_counts`) the loop runs ``n_max`` guarded
+    iterations; ``body(i, carry)`` must then accept any ``i < n_max`` (its
+    result is discarded for ``i ≥ n``).
+    """
+    if not static_trip_counts_enabled():
+        return lax.fori_loop(0, n, body, init)
+
+    def guarded(i, carry):
+        return lax.cond(i < n, body, lambda _, c: c, i, carry)
+
+    return lax.fori_loop(0, n_max, guarded, init)

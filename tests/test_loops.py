@@ -1,0 +1,71 @@
+"""The static (reverse-differentiable) form of loops with data-dependent trip counts."""
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxstream as js
+from jaxstream._batching import rare
+from jaxstream._loops import fori_upto, static_trip_counts, static_trip_counts_enabled
+
+
+def _power_sum(x, n):
+    # Σ_{i < n} x^(i+1), n dynamic, at most 5 terms.
+    return fori_upto(n, 5, lambda i, acc: acc + x ** (i + 1), jnp.zeros_like(x))
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 5])
+def test_fori_upto_static_form_same_values_and_reverse_differentiable(n):
+    x = jnp.asarray(1.3)
+    dynamic = jax.jit(_power_sum)(x, n)
+    with static_trip_counts():
+        static = jax.jit(_power_sum)(x, n)
+        g = jax.jit(jax.grad(_power_sum))(x, n)
+    chex.assert_trees_all_close(static, dynamic)
+    np.testing.assert_allclose(float(static), sum(1.3 ** (i + 1) for i in range(n)), rtol=1e-6)
+    np.testing.assert_allclose(float(g), sum((i + 1) * 1.3 ** i for i in range(n)), rtol=1e-5)
+
+
+def test_dynamic_form_is_not_reverse_differentiable_and_flag_does_not_leak():
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.jit(jax.grad(_power_sum))(jnp.asarray(1.3), 3)
+    assert not static_trip_counts_enabled()
+    with static_trip_counts():
+        assert static_trip_counts_enabled()
+        with static_trip_counts():
+            pass
+        assert static_trip_counts_enabled()
+    assert not static_trip_counts_enabled()
+
+
+def _branch(pred, x):
+    return rare(pred, lambda sm, bg: jnp.sin(sm * bg), jnp.zeros_like(x), x, 2.0 * x)
+
+
+def test_rare_static_form_same_values_one_stream_and_batched():
+    xs = jnp.linspace(0.1, 1.0, 8)
+    pred = jnp.arange(8) % 3 == 0
+    one = [jax.jit(_branch)(p, x) for p, x in zip(pred, xs)]
+    batched = jax.jit(jax.vmap(_branch))(pred, xs)
+    with static_trip_counts():
+        one_s = [jax.jit(_branch)(p, x) for p, x in zip(pred, xs)]
+        batched_s = jax.jit(jax.vmap(_branch))(pred, xs)
+        g = jax.grad(lambda xs: jnp.sum(jax.vmap(_branch)(pred, xs)))(xs)
+    chex.assert_trees_all_close(one_s, one)
+    chex.assert_trees_all_close(batched_s, batched)
+    chex.assert_trees_all_close(batched, jnp.stack(one))
+    expected = np.where(np.asarray(pred), 4 * np.asarray(xs) * np.cos(2 * np.asarray(xs) ** 2), 0.0)
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-5)
+
+
+def test_static_form_gives_the_same_pacbo_stream():
+    # Same values whether the learner's loops are traced in their dynamic or static form.
+    learner = js.pacbo(max_clusters=9, n_steps=30)
+    xs = np.asarray(js.datasets.make_cubic_stream(40, seed=3), np.float32)
+    key = jax.random.key(1)
+    run = lambda: js.differentiable.stream_loss(learner, key, jnp.asarray(xs), reverse_mode=False)
+    dynamic = jax.jit(run)()
+    with static_trip_counts():
+        static = jax.jit(run)()
+    chex.assert_trees_all_close(static, dynamic)
