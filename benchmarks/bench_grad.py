@@ -7,10 +7,13 @@ Prints, for slpc (max_segments=8, history 32, T=100 after 20 initial points):
   2. one step of the smoothed-gradient estimator `jaxstream.differentiable.smoothed_grad`
      (2·n_pairs stream runs, one vmapped call) for n_pairs = 8, 32: compile and
      steady-state seconds, seconds per stream run;
-  3. forward-mode (``jax.jvp``, one direction) for PACBO (max_clusters=4) and
-     landmark MDS (max_landmarks=8) on the same stream length.
+  3. PACBO (max_clusters=9, three blocks of slots) and landmark MDS
+     (max_landmarks=8) on the same stream: a forward run with the fast
+     (dynamic trip count) loops, the same run in the static form that reverse
+     mode needs (`jaxstream.static_trip_counts`), forward mode (``jax.jvp``,
+     one direction) and ``jax.grad`` w.r.t. the data.
 
-Usage: python benchmarks/bench_grad.py [--T 100] [--skip-forward-mode]
+Usage: python benchmarks/bench_grad.py [--T 100] [--skip-pacbo-landmarks]
 """
 import argparse
 import os
@@ -33,7 +36,7 @@ from _timing import timed  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--T", type=int, default=100)
-    ap.add_argument("--skip-forward-mode", action="store_true")
+    ap.add_argument("--skip-pacbo-landmarks", action="store_true")
     a = ap.parse_args()
     key = jax.random.key(0)
     n = a.T + 20
@@ -58,17 +61,25 @@ def main():
               f"steady {s:7.3f} s  ({s / (2 * n_pairs) * 1e3:.2f} ms per stream run, "
               f"{s / (2 * n_pairs) / s0:.2f}x one forward run)")
 
-    if a.skip_forward_mode:
+    if a.skip_pacbo_landmarks:
         return
     v = jnp.asarray(np.random.default_rng(1).normal(size=xs.shape))
-    for name, lr in [("pacbo(max_clusters=4)", js.pacbo(max_clusters=4)),
+    for name, lr in [("pacbo(max_clusters=9)", js.pacbo(max_clusters=9)),
                      ("landmark_mds(max_landmarks=8)", js.landmark_mds(max_landmarks=8, n_components=2))]:
-        f = jax.jit(lambda xs, lr=lr: D.stream_loss(lr, key, xs))
-        j = jax.jit(lambda xs, v, lr=lr: jax.jvp(lambda x: D.stream_loss(lr, key, x), (xs,), (v,))[1])
+        f = jax.jit(lambda xs, lr=lr: D.stream_loss(lr, key, xs, reverse_mode=False))
+        fs = jax.jit(lambda xs, lr=lr: D.stream_loss(lr, key, xs))
+        j = jax.jit(lambda xs, v, lr=lr: jax.jvp(lambda x: D.stream_loss(lr, key, x, reverse_mode=False),
+                                                 (xs,), (v,))[1])
+        g = jax.jit(jax.grad(lambda xs, lr=lr: D.stream_loss(lr, key, xs)))
         _, cf, sf = timed(f, xs)
+        _, cs, ss = timed(fs, xs)
         _, cj, sj = timed(j, xs, v)
-        print(f"3. {name}: forward first {cf:6.2f} s steady {sf * 1e3:8.2f} ms;  "
-              f"jvp first {cj:6.2f} s steady {sj * 1e3:8.2f} ms ({sj / sf:.1f}x)")
+        _, cg, sg = timed(g, xs)
+        print(f"3. {name}:")
+        print(f"   forward (dynamic loops): first {cf:6.2f} s  steady {sf * 1e3:8.2f} ms")
+        print(f"   forward (static form):   first {cs:6.2f} s  steady {ss * 1e3:8.2f} ms ({ss / sf:.2f}x)")
+        print(f"   jax.jvp:                 first {cj:6.2f} s  steady {sj * 1e3:8.2f} ms ({sj / sf:.2f}x)")
+        print(f"   jax.grad:                first {cg:6.2f} s  steady {sg * 1e3:8.2f} ms ({sg / sf:.2f}x)")
 
 
 if __name__ == "__main__":
