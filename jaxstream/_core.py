@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ._checks import PARAM_RANGES, check_params, check_points, is_concrete
+from ._loops import static_trip_counts_enabled
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -268,14 +269,22 @@ def _scan_stream(update, key, xs, state, mask, trace_fn, step_offset, *, all_val
     return lax.scan(step, state, (xs, mask, ts))
 
 
-@functools.lru_cache(maxsize=256)
 def _compiled_scan(update, trace_fn, all_valid: bool, masked: bool, batched: bool):
-    """One jitted driver per (update, trace, validity mode, batching).
+    """One jitted driver per (update, trace, validity mode, batching, loop form).
 
     Learners built with the same configuration share `update` (the factories
     cache their kernels), so calling `run_stream` again, on other data of the
     same shape, reuses the compiled program instead of compiling a new scan.
     """
+    return _compiled_scan_for(update, trace_fn, all_valid, masked, batched, static_trip_counts_enabled())
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_scan_for(update, trace_fn, all_valid: bool, masked: bool, batched: bool, static_loops: bool):
+    # `static_loops` (`jaxstream._loops`) is part of the key, so that a scan traced for `jax.grad`
+    # inside `static_trip_counts()` is not the fast one compiled outside it (or the reverse).
+    del static_loops
+
     def one(key, xs, state, mask, step_offset):
         return _scan_stream(update, key, xs, state, mask if masked else None, trace_fn, step_offset,
                             all_valid=all_valid)

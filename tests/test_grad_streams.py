@@ -80,6 +80,24 @@ def test_reverse_mode_pathwise_pacbo_landmarks(name):
     np.testing.assert_allclose(float(tan), float(fd), rtol=1e-4)
 
 
+def test_grad_after_the_fast_forms_were_compiled_and_through_run_stream():
+    # The compiled fast forms (init's scan, run_stream's driver) must not be handed to jax.grad:
+    # their caches are keyed on the loop form.
+    learner = js.landmark_mds(max_landmarks=6, n_components=2)
+    xs = _cubic(1, 40)[0]
+    jax.jit(lambda xs: D.stream_loss(learner, KEY, xs, reverse_mode=False))(xs)
+    js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))
+    g = jax.grad(lambda xs: D.stream_loss(learner, KEY, xs))(xs)
+    assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0
+
+    def total(xs):
+        with js.static_trip_counts():
+            _, losses = js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))
+        return jnp.sum(losses)
+
+    chex.assert_trees_all_close(jax.grad(total)(xs), g, rtol=1e-9, atol=1e-12)
+
+
 def _final_state(learner, xs, n_init=20):
     from jaxstream._core import _scan_stream, _trace_loss
     with js.static_trip_counts():

@@ -55,6 +55,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._batching import rare
+from .._loops import static_trip_counts_enabled
 from .._checks import check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
 from .._ops import first_argmin
@@ -227,7 +228,10 @@ def first_state(config: Config, x, dtype, params: Params) -> State:
 
 
 @functools.lru_cache(maxsize=64)
-def _init_scan(config: Config):
+def _init_scan(config: Config, static_loops: bool):
+    # `static_loops` (`jaxstream._loops`) is part of the key: jit would otherwise hand a trace made
+    # with the dynamic loops to `jax.grad` (or the static one to `run_stream`).
+    del static_loops
     return jax.jit(lambda s, xs: lax.scan(lambda s_, x: step(s_, x, config), s, xs)[0])
 
 
@@ -258,7 +262,7 @@ def init(key, x_init, params: Params, config: Config = Config()) -> State:
     x_init = x_init.astype(dtype)
     state = first_state(config, x_init[0], dtype, params)
     if x_init.shape[0] > 1:
-        state = _init_scan(config)(state, x_init[1:])
+        state = _init_scan(config, static_trip_counts_enabled())(state, x_init[1:])
     return state
 
 
