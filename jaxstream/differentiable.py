@@ -47,7 +47,8 @@ from ._loops import static_trip_counts
 Array = jax.Array
 
 __all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
-           "refine_embedding", "RefineEmbeddingResult", "log_bounds"]
+           "refine_embedding", "RefineEmbeddingResult", "log_bounds",
+           "expected_loss"]
 
 
 def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20,
@@ -199,6 +200,41 @@ def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None):
         return gaussian_smoothing_grad(f, log_theta, key, sigma=sigma, n_pairs=n_pairs)
 
     return run
+
+
+def expected_loss(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
+                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> Array:
+    """The smoothed expected loss J_σ(θ) as a function whose derivative is `smoothed_grad`'s estimate.
+
+    Returns the Monte Carlo estimate of J_σ at ``log_theta`` (the mean over
+    the 2·n_pairs runs of `smoothed_grad`, same arguments); ``jax.grad`` (or
+    ``jax.vjp``) of it w.r.t. ``log_theta`` returns `smoothed_grad`'s
+    gradient estimate, through a custom VJP (the same runs: one vmapped call
+    gives both). So it composes with any optax loop or a user's own objective
+    (e.g. a penalty on θ added to it). Only ``log_theta`` is differentiated;
+    the other arguments get no cotangent. Not differentiable twice.
+
+    Args: as `smoothed_grad`.
+
+    Returns:
+      () the estimate of J_σ(θ).
+    """
+    names = tuple(names)
+
+    @jax.custom_vjp
+    def f(lt):
+        return smoothed_grad(learner, key, streams, params, names, lt, sigma=sigma, n_pairs=n_pairs,
+                             n_init=n_init).value
+
+    def fwd(lt):
+        est = smoothed_grad(learner, key, streams, params, names, lt, sigma=sigma, n_pairs=n_pairs, n_init=n_init)
+        return est.value, est.grad
+
+    def bwd(grad, g):
+        return (g * grad,)
+
+    f.defvjp(fwd, bwd)
+    return f(jnp.asarray(log_theta))
 
 
 class TuneResult(NamedTuple):

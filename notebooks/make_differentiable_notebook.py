@@ -78,7 +78,7 @@ cells.append(md("""## 2. Tuning slpc by gradient on ordered routes
 
 Family: `datasets.make_route_stream` (5 legs with right-angle turns, 600 points
 in route order, Student-t noise), the ordered-arrival case of issue 22.
-Training streams: seeds 1000–1007; held-out: seeds 2000–2023. Four
+Training streams: seeds 1000–1007; held-out: seeds 2000–2049. Four
 hyper-parameters, searched in log space from the defaults: `h_scale` (price
 of a segment), `length_scale` (price of length), `z_scale` (size of the FTPL
 perturbations), `outlier_scale` (cap on one point's loss).
@@ -91,7 +91,7 @@ cells.append(code("""learner = js.slpc()
 names = ("h_scale", "length_scale", "z_scale", "outlier_scale")
 route = lambda s: datasets.make_route_stream(600, seed=s)
 train = jnp.asarray(np.stack([route(1000 + s) for s in range(8)]))
-test = jnp.asarray(np.stack([route(2000 + s) for s in range(24)]))
+test = jnp.asarray(np.stack([route(2000 + s) for s in range(50)]))
 test_keys = jax.random.split(jax.random.key(99), len(test))
 one = lambda p, k, x: D.stream_loss(learner, k, x, p, reverse_mode=False)
 held_out = jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
@@ -121,12 +121,15 @@ npp = np.array([datasets.nearest_past_point_loss(np.asarray(x), 20).sum() for x 
 def paired(a, b):
     d = a - b
     return f"{d.mean():+.2f} ± {d.std(ddof=1) / np.sqrt(len(d)):.2f} ({100 * d.mean() / b.mean():+.1f} %)"
-print(f"held-out, 24 streams: defaults {L0.mean():.2f}, tuned by gradient {L1.mean():.2f}, random search {L2.mean():.2f}")
+print(f"held-out, 50 streams: defaults {L0.mean():.2f}, tuned by gradient {L1.mean():.2f}, random search {L2.mean():.2f}")
 print(f"  as a ratio to the nearest-past-point predictor: {np.mean(L0 / npp):.2f}, {np.mean(L1 / npp):.2f}, "
       f"{np.mean(L2 / npp):.2f}")
 print("tuned − defaults:", paired(L1, L0))
 print("random search − defaults:", paired(L2, L0))
-print("tuned − random search:", paired(L1, L2))"""))
+print("tuned − random search:", paired(L1, L2))
+worst = int(np.argmax(L1 - L0))
+print(f"tuned: median difference {np.median(L1 - L0):+.2f}, better on {np.mean(L1 < L0):.0%} of the streams; "
+      f"worst: route {2000 + worst}, {L0[worst]:.2f} -> {L1[worst]:.2f}")"""))
 cells.append(code("""fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 axes[0].errorbar(np.arange(len(r.loss)), r.loss, yerr=2 * np.asarray(r.loss_se), marker="o")
 axes[0].set(xlabel="step", ylabel="J_σ estimate (training, ± 2 s.e.)", title="tune on 8 training routes")
@@ -136,11 +139,15 @@ axes[1].set(yscale="log", xlabel="step", ylabel="value", title="the four hyper-p
 axes[1].legend()
 fig.tight_layout()"""))
 cells.append(md("""The paired differences above are the result (a gain is significant when it
-exceeds about two standard errors). Lower prices mean longer lines with more
-segments; whether the tuned line still follows the route, rather than
-folding, is a question for a picture: the final lines on four held-out routes."""))
+exceeds about two standard errors). With 24 held-out routes instead of 50,
+an earlier run of this notebook showed the tuned values 22 % better
+(−1.92 ± 0.59): the mean hides a heavy tail, a few routes where the tuned
+line goes wrong. Lower prices also mean longer lines with more segments;
+whether the line still follows the route, rather than folding, is a
+question for a picture: the final lines on three held-out routes and on the
+worst one."""))
 cells.append(code("""fig, axes = plt.subplots(1, 4, figsize=(16, 4))
-for ax, s in zip(axes, range(4)):
+for ax, s in zip(axes, [0, 1, 2, worst]):
     x = np.asarray(test[s])
     ax.plot(x[:, 0], x[:, 1], ".", color="0.7", ms=2)
     for p, c, lab in [(p0, "C0", "defaults"), (r.params, "C3", "tuned")]:
@@ -151,22 +158,23 @@ for ax, s in zip(axes, range(4)):
     ax.set(title=f"held-out route {2000 + s}", aspect="equal")
     ax.legend(fontsize=8)
 fig.tight_layout()"""))
-cells.append(md("""Look before you adopt the tuned values. On these routes neither line is the
-route: the default line cuts some corners with long chords and forgets early
-legs (issue 22's open item), and the tuned one has twice the segments and
-zigzags across the trace. The prequential loss rewards a line that is close
-to the *next* point, which a zigzag through the recent points is; it does not
-ask for a line that looks like the route. So the loss gain is real (held-out,
-paired) but the tuned values are not made the defaults: a tuning objective
-that also prices the line's shape (final R², length against the route's) is
-future work.
+cells.append(md("""Look before you adopt the tuned values. On these routes neither line is
+quite the route: the default line cuts some corners with long chords and
+forgets early legs (issue 22's open item), and the tuned one has about twice
+the segments and zigzags across the trace. The prequential loss rewards a
+line close to the *next* point, which a zigzag through the recent points is;
+it does not ask for a line that looks like the route (nor, for PACBO, for
+the right number of centres: `benchmarks/bench_tune.py` shows loss gains of
+23–65 % that come with more centres than groups). So the tuned values are
+not made the defaults: a tuning objective that also prices the summary's
+size or shape is future work.
 
 The same tuned values on another family, the cubic curve of the slpc paper
 (i.i.d. arrival), to see whether they transfer:"""))
-cells.append(code("""cubic = jnp.asarray(np.stack([datasets.make_cubic_stream(300, seed=3000 + s) for s in range(24)]))
+cells.append(code("""cubic = jnp.asarray(np.stack([datasets.make_cubic_stream(300, seed=3000 + s) for s in range(50)]))
 C0 = np.asarray(held_out(p0, test_keys, cubic))
 C1 = np.asarray(held_out(r.params, test_keys, cubic))
-print(f"cubic family (300 points, 24 streams): defaults {C0.mean():.2f}, route-tuned {C1.mean():.2f};",
+print(f"cubic family (300 points, 50 streams): defaults {C0.mean():.2f}, route-tuned {C1.mean():.2f};",
       "route-tuned − defaults:", paired(C1, C0))"""))
 cells.append(md("""## 3. Refining the landmark-MDS embedding
 

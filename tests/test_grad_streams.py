@@ -169,6 +169,19 @@ def test_smoothed_grad_compiles_once():
     assert fn._cache_size() == 1
 
 
+def test_expected_loss_value_and_grad_are_smoothed_grads_estimate():
+    learner = js.slpc(max_segments=6, history_size=32)
+    streams, names, lt = _cubic(2, 30), ("h_scale", "length_scale"), jnp.log(jnp.array([0.5, 0.3]))
+    est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, n_pairs=4)
+    val, g = jax.value_and_grad(lambda t: D.expected_loss(learner, KEY, streams, learner.params, names, t,
+                                                          n_pairs=4))(lt)
+    chex.assert_trees_all_equal((val, g), (est.value, est.grad))
+    # It composes: a penalty added to it differentiates through both.
+    g2 = jax.grad(lambda t: 3.0 * D.expected_loss(learner, KEY, streams, learner.params, names, t, n_pairs=4)
+                  + jnp.sum(t ** 2))(lt)
+    chex.assert_trees_all_close(g2, 3.0 * est.grad + 2 * lt)
+
+
 def test_tune_keeps_parameters_in_their_valid_range():
     learner = js.slpc(max_segments=6, history_size=32)
     assert D.log_bounds(learner, ("epsilon", "h_scale")) == ((-np.inf, 0.0), (-np.inf, np.inf))
