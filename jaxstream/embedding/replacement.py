@@ -121,23 +121,25 @@ def grow_eps(DL, lm_valid, lm_arrival, valid, eps):
     # (R, N), fixed over the iteration: the end m(v) of v's private interval in its owner's row, -inf elsewhere
     M = jnp.where(near & live[None, :], m[None, :], -jnp.inf)
 
-    def body(carry):
-        # dense masked max over each row's owned points instead of a scatter-max (collisions, and a
-        # batched scatter under vmap, cost more than R x N arithmetic)
-        c, _ = carry
-        viol = (a[None, :] <= c[:, None]) & (M > c[:, None])
-        c_new = jnp.maximum(c, jnp.max(jnp.where(viol, M, -jnp.inf), axis=1))
-        return c_new, jnp.any(c_new > c)
+    def fixed_point(c0, a, M):
+        def body(carry):
+            # dense masked max over each row's owned points instead of a scatter-max (collisions, and a
+            # batched scatter under vmap, cost more than R x N arithmetic)
+            c, _ = carry
+            viol = (a[None, :] <= c[:, None]) & (M > c[:, None])
+            c_new = jnp.maximum(c, jnp.max(jnp.where(viol, M, -jnp.inf), axis=1))
+            return c_new, jnp.any(c_new > c)
+
+        return lax.while_loop(lambda carry: carry[1], body, (c0, jnp.array(True)))[0]
 
     c0 = jnp.full((R,), eps, DL.dtype)
     if not static_trip_counts_enabled():
-        c, _ = lax.while_loop(lambda carry: carry[1], body, (c0, jnp.array(True)))
+        c = fixed_point(c0, a, M)
     else:
         # Reverse-differentiable form (`jaxstream._loops`): the fixed point without derivatives,
         # then the value it stopped at, read differentiably: each row's c is ε or the largest
         # interval end M its owned points reach at c (the same value, since c is a fixed point).
-        c_fix, _ = lax.while_loop(lambda carry: carry[1], body, lax.stop_gradient((c0, jnp.array(True))))
-        c_fix = lax.stop_gradient(c_fix)
+        c_fix = fixed_point(*lax.stop_gradient((c0, a, M)))
         reach = (a[None, :] <= c_fix[:, None]) & (M >= c_fix[:, None])
         c = jnp.maximum(c0, jnp.max(jnp.where(reach, M, -jnp.inf), axis=1))
     eps_u = jnp.where(lm_valid, c, jnp.inf)
