@@ -29,7 +29,19 @@ What is differentiable (see the README's differentiability table):
   ``(L(θ + σz) − L(θ − σz))·z/(2σ)``, both members of a pair on the same
   stream with the same key (common random numbers), all 2·n_pairs runs one
   vmapped call. It is unbiased for ∇J_σ, not for ∇J; σ → 0 trades bias for
-  variance. `tune` runs it inside an optax loop.
+  variance. `tune` runs it inside an optax loop; `expected_loss` exposes
+  J_σ with this estimate as its gradient (a custom VJP).
+
+  ``optax.perturbations.make_perturbed_fun`` (an API optax says is changing)
+  estimates the same smoothed gradient by the score function with a
+  baseline, for a function of θ alone, i.e. with the learner's key frozen.
+  `smoothed_grad` pairs θ ± σz on the same stream with the same key
+  (antithetic pairs, common random numbers) and draws a key per pair, so it
+  estimates the expectation over the learner's randomness too and returns
+  standard errors. With one frozen key both estimate the same quantity
+  (tests/test_grad_streams.py checks that they agree): on slpc (h_scale,
+  length_scale), 64 runs, the antithetic estimate's variance was 1.2× and
+  4.9× smaller than optax's.
 """
 from __future__ import annotations
 
