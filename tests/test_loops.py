@@ -69,3 +69,39 @@ def test_static_form_gives_the_same_pacbo_stream():
     with static_trip_counts():
         static = jax.jit(run)()
     chex.assert_trees_all_close(static, dynamic)
+
+
+def test_static_forms_pass_check_grads():
+    from jax.test_util import check_grads
+    with jax.enable_x64(True), static_trip_counts():
+        x = jnp.asarray(1.3)
+        check_grads(lambda x: _power_sum(x, 3), (x,), order=2, modes=["fwd", "rev"])
+        xs = jnp.linspace(0.1, 1.0, 6)
+        pred = jnp.arange(6) % 2 == 0
+        check_grads(lambda xs: jax.vmap(_branch)(pred, xs), (xs,), order=2, modes=["fwd", "rev"])
+
+
+def test_grow_eps_static_form_passes_check_grads_with_masks_and_empty_slots():
+    # ε and each landmark's ε are interval ends (pair distances): piecewise linear in the
+    # distances. Empty buffer slots and non-landmark rows are masked to +inf inside.
+    from jax.test_util import check_grads
+    from jaxstream.embedding.replacement import grow_eps
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(12, 2))
+        D0 = jnp.asarray(np.linalg.norm(X[:5, None] - X[None], axis=-1))   # 5 landmark rows, 12 slots
+        lm_valid = jnp.array([True, True, True, False, True])
+        valid = jnp.arange(12) < 10                                        # two empty slots
+        arrival = jnp.arange(5, dtype=jnp.int32)
+
+        def eps_rows(D):
+            DL = jnp.where(valid[None, :], D, jnp.inf)
+            e, _, rows = grow_eps(DL, lm_valid, arrival, valid, jnp.asarray(0.05))
+            return jnp.concatenate([e[None], jnp.where(lm_valid, rows, 0.0)])
+
+        dynamic = eps_rows(D0)
+        with static_trip_counts():
+            chex.assert_trees_all_close(eps_rows(D0), dynamic)
+            assert float(dynamic[0]) > 0.05                                # ε grew to a pair distance
+            check_grads(eps_rows, (D0,), order=1, modes=["fwd", "rev"], eps=1e-6)
+            assert float(jnp.abs(jax.grad(lambda D: eps_rows(D)[0])(D0)).sum()) > 0   # not a zero gradient
