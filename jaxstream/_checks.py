@@ -290,6 +290,7 @@ PARAM_RANGES = {
         "scale_spread": Range(1.0, what="the ratio between the two proposal scales"),
         "adapt_rate": Range(0.0, what="the adaptation step of the proposal scale"),
         "stay_prob": Range(0.0, 1.0, hi_open=False, what="the probability of a proposal from the current k"),
+        "drift_level": Range(0.0, 1.0, what="the level of the per-cluster drift test (0: never forget)"),
     },
     "landmark_mds": {
         "eps0": Range(0.0, what="the initial threshold epsilon"),

@@ -878,7 +878,7 @@ def test_paper_preset_is_the_spec_and_explicit_arguments_win():
     paper = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper")
     assert paper.config.estimate == "last"
     ref = P.default_params(lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0, log_n_weight=0.0,
-                           noise_scale=1.0, stay_prob=1.0 / 3.0)
+                           noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0)
     chex.assert_trees_all_close(paper.params, ref)
     xs = four_groups(13, 12)
     s = paper.init(jax.random.PRNGKey(0), xs)

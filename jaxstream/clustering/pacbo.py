@@ -121,6 +121,7 @@ from jax import lax
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
 from . import kernel as K
+from .forgetting import forget_moved
 from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
 from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, log_target_fn,
                               noise_variance, prior_rate)
@@ -142,7 +143,8 @@ def effective_count(state: State, history_policy: str = "reservoir") -> tuple[Ar
     """(n, weight): the number of points S stands for, and the multiplier of the buffer's sum."""
     dtype = state.centers.dtype
     if history_policy == "reservoir":
-        return state.n_seen, state.n_seen.astype(dtype) / jnp.maximum(state.n_stored, 1).astype(dtype)
+        n = state.n_remembered
+        return n, n.astype(dtype) / jnp.maximum(state.n_stored, 1).astype(dtype)
     if history_policy == "window":
         return state.n_stored, jnp.ones((), dtype)
     raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
@@ -152,20 +154,28 @@ def _insert(key, state: State, x: Array, pred_loss: Array, policy: str) -> State
     """Add one point to the history (reservoir or window)."""
     H = state.history.shape[0]
     n = state.n_seen + 1
+    m = state.n_remembered + 1
     if policy == "reservoir":
-        j = jax.random.randint(key, (), 0, jnp.maximum(n, 1), dtype=jnp.int32)
-        slot = jnp.where(n <= H, n - 1, j)
-        store = (n <= H) | (j < H)
+        # Algorithm R over the remembered points; a free row (never used, or freed by
+        # `forgetting`) takes the new point first. Without forgetting the free row is row n − 1
+        # while n ≤ H, so this is the plain reservoir.
+        free = ~state.history_mask
+        j = jax.random.randint(key, (), 0, jnp.maximum(m, 1), dtype=jnp.int32)
+        has_free = jnp.any(free)
+        slot = jnp.where(has_free, jnp.argmax(free), j)
+        store = has_free | (j < H)
     else:
         slot = (n - 1) % H
         store = jnp.asarray(True)
     slot = jnp.clip(slot, 0, H - 1)
     put = lambda buf, v: jnp.where(store, buf.at[slot].set(v), buf)
+    mask = put(state.history_mask, True)
     return state._replace(history=put(state.history, x),
                           history_loss=put(state.history_loss, pred_loss),
                           history_index=put(state.history_index, n),
-                          n_stored=jnp.minimum(n, H).astype(jnp.int32),
-                          n_seen=n.astype(jnp.int32))
+                          history_mask=mask,
+                          n_stored=jnp.sum(mask).astype(jnp.int32),
+                          n_seen=n.astype(jnp.int32), n_remembered=m.astype(jnp.int32))
 
 
 def check_radius(xs, radius, name: str = "xs", origin=None) -> None:
@@ -218,8 +228,9 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
                   n_clusters=jnp.asarray(1, jnp.int32),
                   ids=jnp.full((p,), -1, jnp.int32).at[0].set(0), next_id=jnp.asarray(1, jnp.int32),
                   history=jnp.zeros((H, d), dtype), history_loss=jnp.zeros((H,), dtype),
-                  history_index=jnp.zeros((H,), jnp.int32),
+                  history_index=jnp.zeros((H,), jnp.int32), history_mask=jnp.zeros((H,), bool),
                   n_stored=jnp.asarray(0, jnp.int32), n_seen=jnp.asarray(0, jnp.int32),
+                  n_remembered=jnp.asarray(0, jnp.int32),
                   origin=origin, radius=radius, log_scale=jnp.log(params.proposal_scale),
                   k_probs=k_probs, params=params)
     if n0 == 0:
@@ -276,7 +287,7 @@ def soft_loss(state: State, x: Array, temperature) -> Array:
 
 def _within_variance(state: State) -> Array:
     """Per-coordinate within-cluster variance of the stored points under ĉ."""
-    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    pm = state.history_mask
     l, _ = nearest_center(state.history, state.centers, _active(state))
     d = state.centers.shape[1]
     return jnp.sum(jnp.where(pm, l, 0.0)) / (d * jnp.maximum(state.n_stored - state.n_clusters, 1))
@@ -304,7 +315,7 @@ def soft_assign(state: State, x: Array, temperature=None) -> Array:
 
 def cluster_sizes(state: State, history_policy: str = "reservoir") -> Array:
     """(p,) estimated number of points of each active slot (stored points × n_seen/n_stored for a reservoir)."""
-    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    pm = state.history_mask
     _, a = nearest_center(state.history, state.centers, _active(state))
     counts = jnp.sum((a[None, :] == jnp.arange(state.centers.shape[0])[:, None]) & pm[None], axis=1)
     _, weight = effective_count(state, history_policy)
@@ -336,7 +347,7 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     history_policy, kmeans_iters = config.history_policy, config.kmeans_iters
     p, d = state.centers.shape
     params = state.params
-    pm = jnp.arange(state.history.shape[0]) < state.n_stored
+    pm = state.history_mask
     n_eff, weight = effective_count(state, history_policy)
     dtype = state.centers.dtype
     n_f = n_eff.astype(dtype)
@@ -373,6 +384,19 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     fn = log_target_fn(state.history, pm, state.history_loss, lam2, weight, lam, state.origin, ball, eta,
                        count_labellings=True)
     return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma)
+
+
+def _forget(state: State, recent: int, noise_sd) -> tuple[State, Array]:
+    """Apply `forgetting.forget_moved` with ĉ_{t+1}; the forgotten rows' share of n_remembered goes."""
+    mask, _ = forget_moved(state.history, state.history_mask, state.history_index, state.centers,
+                           state.n_clusters, state.params.drift_level, recent, noise_sd ** 2)
+    n_forgotten = state.n_stored - jnp.sum(mask).astype(jnp.int32)
+    n_stored = state.n_stored - n_forgotten
+    # Each stored row stands for n_remembered / n_stored points of the stream (a reservoir sample).
+    per_row = state.n_remembered.astype(state.centers.dtype) / jnp.maximum(state.n_stored, 1)
+    gone = jnp.round(n_forgotten * per_row).astype(jnp.int32)
+    n_rem = jnp.maximum(state.n_remembered - gone, n_stored).astype(jnp.int32)
+    return state._replace(history_mask=mask, n_stored=n_stored, n_remembered=n_rem), n_forgotten
 
 
 def update(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info]:
@@ -451,9 +475,13 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     new_state = st._replace(centers=centers_new, n_clusters=k_new, ids=ids, next_id=next_id,
                             log_scale=log_scale,
                             k_probs=k_probs)
+    if history_policy == "reservoir":
+        new_state, n_forgotten = _forget(new_state, config.recent_size, tgt.noise_sd)
+    else:
+        n_forgotten = jnp.zeros((), jnp.int32)
     info = Info(loss=pred_loss, n_clusters=k_new, acceptance_rate=acc, k_probs=k_probs,
                 proposal_scale=jnp.exp(st.log_scale), prior_rate=tgt.eta, radius=st.radius,
-                outside_radius=outside)
+                outside_radius=outside, n_forgotten=n_forgotten)
     return new_state, info
 
 
@@ -465,7 +493,7 @@ PRESETS = {
     # What stays ours: the k-means rows computed once per round (warm-started), the per-centre
     # Student-t scales and their adaptation between rounds, the learned radius unless one is given.
     "paper": dict(estimate="last", lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0,
-                  log_n_weight=0.0, noise_scale=1.0, stay_prob=1.0 / 3.0),
+                  log_n_weight=0.0, noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0),
 }
 """Named configurations of `pacbo` (``preset=``): keyword arguments that explicit ones override."""
 
@@ -473,7 +501,7 @@ PRESETS = {
 def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *, n_chains: int = 1,
           radius: Optional[float] = None, kmeans_iters: int = 5, history_policy: str = "reservoir",
           df: int = 3, estimate: Optional[str] = None, preset: Optional[str] = None,
-          **param_overrides) -> StreamLearner:
+          recent_size: Optional[int] = None, **param_overrides) -> StreamLearner:
     """PACBO online clustering as a `jaxstream.StreamLearner`.
 
     Args:
@@ -495,6 +523,8 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         coordinate to the expected loss of each point).
       preset: None, or a name in `PRESETS` (``"paper"``: the spec's and the R
         package's algorithm); explicit arguments override the preset's.
+      recent_size: m, the points a cluster keeps when the drift test finds it
+        moving (static, 2 ≤ m ≤ H; None: min(6, H); `jaxstream.clustering.forgetting`).
       **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
         Valid ranges (checked when concrete, here and by ``init(..., params)``;
         ``jaxstream._checks.PARAM_RANGES["pacbo"]``): radius and noise_scale
@@ -524,7 +554,10 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
     if estimate not in ESTIMATES:
         raise ValueError(f"estimate must be one of {ESTIMATES}; got {estimate!r}")
-    config = Config(p, H, N, C, iters, history_policy, df, estimate)
+    m = min(6, H) if recent_size is None else check_capacity(recent_size, "recent_size", minimum=2)
+    if m > H:
+        raise ValueError(f"recent_size must be at most history_size={H}; got {m}")
+    config = Config(p, H, N, C, iters, history_policy, df, estimate, m)
     return cached_learner(_build, config, default_params, dict(param_overrides, radius=radius))
 
 

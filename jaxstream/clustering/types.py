@@ -26,6 +26,8 @@ class Config(NamedTuple):
       history_policy: ``"reservoir"`` or ``"window"`` (see `jaxstream.clustering.pacbo`).
       df: degrees of freedom of the Student-t proposal.
       estimate: ``"mean"`` or ``"last"`` (see `jaxstream.pacbo`).
+      recent_size: m, the newest points of a cluster that the drift test
+        compares with its older ones (`jaxstream.clustering.forgetting`).
     """
 
     max_clusters: int = 50
@@ -36,6 +38,7 @@ class Config(NamedTuple):
     history_policy: str = "reservoir"
     df: int = 3
     estimate: str = "mean"
+    recent_size: int = 6
 
     name = "pacbo"
 
@@ -70,6 +73,10 @@ class Params(NamedTuple):
       lambda_cap: λ_t is at most lambda_cap/(2σ²) (σ: `noise_scale` or σ̂), the
         temperature at which exp(−λ·S) is the Gaussian likelihood of noise σ;
         inf: no cap (the spec and the R package). See `quasi_posterior`.
+      drift_level: level of the per-cluster drift test (reservoir history
+        only): a cluster whose newest points moved away from its older ones
+        at this level forgets the older ones (`jaxstream.clustering.forgetting`);
+        0: never (the plain reservoir).
     """
 
     radius: Array
@@ -85,6 +92,7 @@ class Params(NamedTuple):
     adapt_rate: Array
     stay_prob: Array
     lambda_cap: Array
+    drift_level: Array
 
 
 def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0,
@@ -92,14 +100,15 @@ def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0
                    price_scale: float = 2.0, log_n_weight: float = 0.5,
                    noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
                    scale_spread: float = 1.5, adapt_rate: float = 1.0,
-                   stay_prob: float = 0.5, lambda_cap: float = 1.0) -> Params:
+                   stay_prob: float = 0.5, lambda_cap: float = 1.0,
+                   drift_level: float = 3e-3) -> Params:
     """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
     ``noise_scale=None`` the noise scale σ̂."""
     r = float("nan") if radius is None else radius
     sig = float("nan") if noise_scale is None else noise_scale
     vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
             proposal_scale,
-            scale_spread, adapt_rate, stay_prob, lambda_cap)
+            scale_spread, adapt_rate, stay_prob, lambda_cap, drift_level)
     return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
 
 
@@ -111,10 +120,13 @@ class State(NamedTuple):
       n_clusters: () int32 k̂ in 1..p.
       ids: (p,) int32 stable label of each active slot (−1 for inactive slots).
       next_id: () int32 the next unused label.
-      history: (H, d) stored points (first `n_stored` valid).
+      history: (H, d) stored points (rows where `history_mask` is set).
       history_loss: (H,) ℓ(ĉ_s, x_s) of the partition predicted for each point.
       history_index: (H,) int32 arrival index s ≥ 1.
-      n_stored: () int32; n_seen: () int32.
+      history_mask: (H,) bool, rows holding remembered points.
+      n_stored: () int32 rows set in `history_mask`; n_seen: () int32 points seen.
+      n_remembered: () int32 points of the stream the history stands for
+        (n_seen until a cluster forgets, `jaxstream.clustering.forgetting`).
       origin: (d,) centre of the prior ball.
       radius: () R in use (fixed, or learned: max ||x_s − origin||).
       log_scale: () log multiplier of the proposal scales (adapted between rounds).
@@ -129,8 +141,10 @@ class State(NamedTuple):
     history: Array
     history_loss: Array
     history_index: Array
+    history_mask: Array
     n_stored: Array
     n_seen: Array
+    n_remembered: Array
     origin: Array
     radius: Array
     log_scale: Array
@@ -150,6 +164,7 @@ class Info(NamedTuple):
       prior_rate: η_t, log q(k) = −η_t·k.
       radius: R_t used by the round.
       outside_radius: ||x_t − origin|| > R (fixed radius only; see module docstring).
+      n_forgotten: () int32 stored points forgotten after the round (drift test).
     """
 
     loss: Array
@@ -160,3 +175,4 @@ class Info(NamedTuple):
     prior_rate: Array
     radius: Array
     outside_radius: Array
+    n_forgotten: Array

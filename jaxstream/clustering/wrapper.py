@@ -50,7 +50,8 @@ class PACBO(StreamModel):
                  log_n_weight: Optional[float] = None, noise_scale: Optional[float] = None,
                  proposal_scale: Optional[float] = None, scale_spread: Optional[float] = None,
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
-                 lambda_cap: Optional[float] = None, seed: int = 0):
+                 lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
+                 recent_size: Optional[int] = None, seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
         self.history_size = history_size
@@ -73,13 +74,16 @@ class PACBO(StreamModel):
         self.adapt_rate = adapt_rate
         self.stay_prob = stay_prob
         self.lambda_cap = lambda_cap
+        self.drift_level = drift_level
+        self.recent_size = recent_size
         self.seed = seed
 
     def _build(self):
         numeric = {k: v for k, v in self.get_params().items() if k in _NUMERIC and v is not None}
         return _P.pacbo(self.max_clusters, self.history_size, self.n_steps, n_chains=self.n_chains,
                         radius=self.radius, kmeans_iters=self.kmeans_iters, history_policy=self.history_policy,
-                        df=self.df, estimate=self.estimate, preset=self.preset, **numeric)
+                        df=self.df, estimate=self.estimate, preset=self.preset, recent_size=self.recent_size,
+                        **numeric)
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds

@@ -1,0 +1,208 @@
+"""PACBO's forgetting: drop a cluster's old points when its recent points have moved away from them.
+
+A reservoir keeps a uniform sample of the whole past, which is what the
+paper's guarantee is about, and is what a stationary stream wants. When the
+groups move, the old points of a group stay where the group was: the
+quasi-posterior keeps (or adds) centres on the group's trail and predicts
+with a centre that lags behind it. A window forgets everything older than H
+points, including groups that simply stopped sending (the ten-group ramp).
+
+This module forgets per cluster, and only on evidence. After each round, with
+the new partition ĉ_{t+1}, every stored point is assigned to its nearest
+centre. For each cluster j its ``m`` newest stored points (by arrival index,
+``Config.recent_size``) are compared with its older ones by the two-sample
+statistic::
+
+    z_j = ||x̄_recent − x̄_old||² / (s_j² · (1/m + 1/n_old))
+
+with s_j² the cluster's within-set variance per coordinate (each set around
+its own mean, d·(n − 2) degrees of freedom: a moving group does not inflate
+it). With no movement z_j is ≈ χ²_d; z_j above the χ²_d quantile of level
+``Params.drift_level`` (Wilson–Hilferty) forgets the cluster's old points:
+their slots are freed for the next arrivals. A cluster that stops receiving
+points is never tested again with new evidence, so a group that stopped
+sending is remembered; a cluster with fewer than ``m`` old points is not
+tested. ``drift_level = 0`` never forgets (the plain reservoir, bit for bit).
+
+What the guarantee becomes: between two forgettings of a cluster the learner
+is the paper's PACBO on the remembered points, so the regret bound holds
+against the best partition of the remembered stretch (a tracking guarantee
+whose stretches are chosen by the test); we prove nothing beyond that.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import ndtri
+
+Array = jax.Array
+
+__all__ = ["chi2_quantile", "drift_statistics", "forget_moved"]
+
+_SETTLE = 4      # rounds left out of the trend (drift_statistics)
+_LINE_CAP = 4.0  # the most a line's own uncertainty adds to a trail's tolerance, in noise variances
+
+
+def chi2_quantile(level, d: int) -> Array:
+    """Upper quantile of χ²_d at tail probability `level` (Wilson–Hilferty); +inf at level 0.
+
+    Args:
+      level: scalar tail probability in [0, 1).
+      d: degrees of freedom (static).
+
+    Returns:
+      Scalar q with P(χ²_d > q) ≈ level (relative error < 1 % for d ≥ 1 and level ≥ 1e-8).
+    """
+    level = jnp.asarray(level)
+    z = ndtri(1.0 - level)
+    a = 2.0 / (9.0 * d)
+    q = d * jnp.maximum(1.0 - a + z * jnp.sqrt(a), 0.0) ** 3
+    return jnp.where(level > 0, q, jnp.inf)
+
+
+class _Line(NamedTuple):
+    n: Array       # (p,) points
+    t_bar: Array   # (p,) mean time
+    y_bar: Array   # (p, d) mean position
+    s_tt: Array    # (p,) Σ(t − t̄)², floored at tiny
+    s_ty: Array    # (p, d) Σ(t − t̄)(y − ȳ)
+    explained: Array  # (p,) ||s_ty||²/s_tt
+    resid: Array   # (p,) residual variance per coordinate, d·(n − 2) degrees of freedom
+
+
+def _line(sel: Array, t: Array, y: Array) -> _Line:
+    """Least-squares line y ≈ ȳ + β·(t − t̄) through each row's selected points (sel: (p, H) bool)."""
+    d = y.shape[1]
+    w = sel.astype(y.dtype)
+    n = jnp.sum(w, axis=1)
+    n1 = jnp.maximum(n, 1.0)
+    t_bar, y_bar = (w @ t) / n1, (w @ y) / n1[:, None]
+    tc = jnp.where(sel, t[None, :] - t_bar[:, None], 0.0)
+    tiny = jnp.finfo(y.dtype).tiny
+    s_tt = jnp.maximum(jnp.sum(tc * tc, axis=1), tiny)
+    s_ty = tc @ y
+    s_yy = jnp.maximum(w @ jnp.sum(y * y, axis=1) - n * jnp.sum(y_bar * y_bar, axis=1), 0.0)
+    explained = jnp.sum(s_ty * s_ty, axis=1) / s_tt
+    resid = jnp.maximum(s_yy - explained, 0.0) / (d * jnp.maximum(n - 2.0, 1.0))
+    return _Line(n, t_bar, y_bar, s_tt, s_ty, explained, resid)
+
+
+class DriftTest(NamedTuple):
+    """What `drift_statistics` measures.
+
+    Attributes:
+      stat: (p,) trend statistic z_j (0 where a cluster has fewer than 2m points or is inactive).
+      trail: (p,) bool, the cluster has stopped receiving points and lies
+        where a moving cluster (one whose z exceeds the threshold) was when
+        the cluster's points arrived (module docstring).
+      old: (H,) bool, the row is older than its cluster's m newest.
+      assign: (H,) int32 each row's cluster slot.
+    """
+
+    stat: Array
+    trail: Array
+    old: Array
+    assign: Array
+
+
+def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, n_clusters, recent: int,
+                     noise_var, threshold, trail_quantile, continuity: float = 1.3) -> DriftTest:
+    """Per-cluster tests of movement: a linear trend of position in arrival time, and trails.
+
+    Args:
+      history: (H, d) stored points.
+      mask: (H,) bool, which rows hold remembered points.
+      index: (H,) int32 arrival index of each row (larger is newer).
+      centers: (p, d) centre slots, the first `n_clusters` active.
+      n_clusters: () int32.
+      recent: m, a firing cluster keeps its m newest points (static, ≤ H).
+      noise_var: () σ̂², the round's within-cluster variance per coordinate.
+      threshold: () the trend statistic above which a cluster moves.
+      trail_quantile: () how far (in standard errors, squared) a stale
+        cluster's mean may lie from a moving cluster's line extrapolated back
+        to the stale cluster's mean arrival time.
+      continuity: a cluster's trend counts only when its line's residual
+        variance is at most this multiple of σ̂².
+
+    Returns:
+      A `DriftTest`.
+    """
+    p, d = centers.shape
+    dtype = history.dtype
+    active = jnp.arange(p) < n_clusters
+    d2 = jnp.sum((history[:, None, :] - centers[None, :, :]) ** 2, axis=-1)
+    assign = jnp.argmin(jnp.where(active[None, :], d2, jnp.inf), axis=1).astype(jnp.int32)
+    member = (assign[None, :] == jnp.arange(p)[:, None]) & mask[None, :]            # (p, H)
+    idx = jnp.where(member, index[None, :], -1)
+    cut = lax.top_k(idx, recent)[0][:, recent - 1]                                     # m-th newest, or −1
+    is_old = member & (index[None, :] < cut[:, None])
+    old_row = jnp.any(is_old, axis=0)
+    # Times and positions centred on the history's (exact in float32 up to 2^24 rounds apart).
+    now = jnp.max(jnp.where(mask, index, 0))
+    n_all = jnp.maximum(jnp.sum(mask), 1).astype(dtype)
+    t = (index - now).astype(dtype)
+    t = jnp.where(mask, t - jnp.sum(jnp.where(mask, t, 0.0)) / n_all, 0.0)
+    y = history - jnp.sum(jnp.where(mask[:, None], history, 0.0), axis=0) / n_all
+    y = jnp.where(mask[:, None], y, 0.0)
+    full = _line(member, t, y)
+    # The trend is measured without the last `_SETTLE` rounds' points: a new group's first points
+    # land in a neighbour's cluster until the chain gives them a centre, a step in time that is
+    # not a movement.
+    settled = _line(member & (index <= now - _SETTLE)[None, :], t, y)
+    tiny = jnp.finfo(dtype).tiny
+    # A movement is a line that leaves no more than `continuity`·σ̂² of residual variance: a group
+    # whose first points landed in a neighbour's cluster makes a step in time, which leaves more.
+    linear = settled.resid <= continuity * noise_var
+    stat = jnp.where(active & linear & (settled.n >= 2 * recent),
+                     settled.explained / jnp.maximum(settled.resid, tiny), 0.0)
+    # Stale: no point for 4 of the cluster's mean gaps between stored arrivals.
+    n, n1 = full.n, jnp.maximum(full.n, 1.0)
+    newest = jnp.max(idx, axis=1)
+    oldest = jnp.min(jnp.where(member, index[None, :], jnp.iinfo(jnp.int32).max), axis=1)
+    gap = (newest - oldest).astype(dtype) / jnp.maximum(n - 1.0, 1.0)
+    stale = active & (n > 0) & ((now - newest).astype(dtype) > 4.0 * gap + 1.0)
+    # Steady: no gap between consecutive arrivals longer than (2 + log n) mean gaps (about the
+    # longest of n exponential gaps). A stale cluster that a new group's points revive is two
+    # blobs in time, which one line fits exactly: not a movement.
+    srt = jnp.sort(idx, axis=1)
+    steps = jnp.where((srt[:, 1:] >= 0) & (srt[:, :-1] >= 0), srt[:, 1:] - srt[:, :-1], 0)
+    steady = jnp.max(steps, axis=1).astype(dtype) <= (2.0 + jnp.log(n1)) * gap + 1.0
+    stat = jnp.where(steady, stat, 0.0)
+    moving = active & ~stale & (stat > threshold)
+    # Where each moving cluster j was at stale cluster i's mean arrival time (its line), against
+    # where i is: within `trail_quantile` standard errors, i is j's trail.
+    beta = full.s_ty / full.s_tt[:, None]                                              # (p, d)
+    dt = full.t_bar[:, None] - full.t_bar[None, :]                                     # (i, j)
+    back = full.y_bar[None, :, :] + dt[..., None] * beta[None, :, :]                   # (i, j, d)
+    err2 = jnp.sum((back - full.y_bar[:, None, :]) ** 2, axis=-1)
+    # The line's own uncertainty at i's time counts up to _LINE_CAP noise variances: a line extrapolated
+    # far back from a few points would otherwise reach every stale cluster.
+    se2 = noise_var * (1.0 / n1[:, None] + 1.0 / n1[None, :] + jnp.minimum(dt ** 2 / full.s_tt[None, :], _LINE_CAP))
+    on_path = (err2 <= trail_quantile * se2) & moving[None, :]
+    trail = stale & (n >= 2) & jnp.any(on_path, axis=1)
+    return DriftTest(stat, trail, old_row, assign)
+
+
+def forget_moved(history: Array, mask: Array, index: Array, centers: Array, n_clusters, level,
+                 recent: int, noise_var) -> tuple[Array, Array]:
+    """Forget the old points of every cluster whose points moved in time, and trails (module docstring).
+
+    Args:
+      history, mask, index, centers, n_clusters, recent, noise_var: as in `drift_statistics`.
+      level: `Params.drift_level`, the test's level per cluster and round (0: never).
+
+    Returns:
+      ``(new_mask (H,) bool, fired (p,) bool)``.
+    """
+    d = history.shape[1]
+    dtype = history.dtype
+    threshold = chi2_quantile(level, d).astype(dtype)
+    trail_q = chi2_quantile(1e-3, d).astype(dtype)
+    test = drift_statistics(history, mask, index, centers, n_clusters, recent, noise_var, threshold, trail_q)
+    fired = test.stat > threshold
+    # A moving cluster keeps its m newest points; the trail a moving group left behind goes.
+    drop = (fired[test.assign] & test.old) | test.trail[test.assign]
+    return mask & ~drop, fired | test.trail
