@@ -361,7 +361,7 @@ def run_cluster(args) -> dict:
     _need_rows(xs, 2, "PACBO")
     xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
-              lambda_scale=args.lambda_scale)
+              lambda_scale=args.lambda_scale, drift_level=args.drift_level)
     kw = {k: v for k, v in kw.items() if v is not None}
     start = time.perf_counter()
     model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
@@ -663,6 +663,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lambda-scale", type=_positive_float, metavar="A",
                    help="multiplier of the inverse temperature λ (larger: more clusters; default: the "
                         "learner's)")
+    p.add_argument("--drift-level", type=float, metavar="A",
+                   help="level of the per-cluster drift test in [0, 1): a cluster whose points move forgets "
+                        "its old ones (0: never forget; default: the learner's, 3e-3)")
     p.add_argument("--radius", type=_positive_float, metavar="R",
                    help="bound on the norm of the points, a ball centred at the origin (default: none; the "
                         "prior ball is learned from the stream, so results do not depend on units or origin)")

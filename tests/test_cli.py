@@ -68,7 +68,7 @@ def good_runs(data_dir):
         _cmd("curve", "--csv", d / "cubic.csv", "--columns", "x", "y", "--t0", 10, "--max-segments", 6,
              "--history-size", 64, "--out", d / "curve.png", "--seed", 3),
         _cmd("cluster", "--csv", d / "groups.npy", "--n-steps", 30, "--max-clusters", 8,
-             "--history-size", 64, "--out", d / "cluster.png"),
+             "--history-size", 64, "--drift-level", 0.01, "--out", d / "cluster.png"),
         _cmd("embed", "--n", 300, "--max-landmarks", 20, "--out", d / "embed.png", "--float64",
              "--save-state", d / "embed.ckpt"),
     ]
@@ -160,6 +160,7 @@ def _bad_cases(tmp_path):
                   "has no column 'zz'; its columns are: a, b"))
     cases.append((["embed", "--columns", "a", "--out", ""], "--columns needs --csv FILE"))
     cases.append((["curve", "--csv", str(tmp_path), "--out", ""], "is a directory"))
+    cases.append((["cluster", "--drift-level", "1.5", "--out", ""], "drift_level must be in [0, 1)"))
     return cases
 
 

@@ -161,7 +161,7 @@ def quasi_posterior_energy(centers: Array, n_clusters, points: Array, point_mask
       points: (H, d); point_mask: (H,) bool.
       predicted_loss: (H,) ℓ(ĉ_s, x_s).
       lambda2: (H,) λ_{2,s}.
-      weight: scalar multiplying the sum (n_seen / n_stored for a reservoir).
+      weight: scalar multiplying the sum (n_remembered / n_stored for a reservoir).
     """
     lc, _ = nearest_center(points, centers, center_mask(n_clusters, centers.shape[0]))
     terms = lc + 0.5 * lambda2 * (lc - predicted_loss) ** 2
