@@ -13,7 +13,7 @@ from jaxstream.clustering import forgetting as F
 from jaxstream.clustering import pacbo as P
 from jaxstream.datasets import make_drifting_clusters_stream
 
-SETTLE, LINE_CAP, CONTINUITY = F._SETTLE, F._LINE_CAP, 1.3
+SETTLE, LINE_CAP, REACH, CONTINUITY = F._SETTLE, F._LINE_CAP, F._REACH, 1.3
 
 
 def test_chi2_quantile_against_scipy():
@@ -78,7 +78,7 @@ def _reference(history, mask, index, centers, k, m, noise_var, threshold, trail_
             dt = a["tb"] - b["tb"]
             err2 = ((b["yb"] + dt * b["beta"] - a["yb"]) ** 2).sum()
             se2 = noise_var * (1 / a["n"] + 1 / b["n"] + min(dt ** 2 / b["stt"], LINE_CAP))
-            if err2 <= trail_q * se2:
+            if err2 <= trail_q * se2 and dt ** 2 / b["stt"] <= REACH:
                 trail[i] = True
     return stat, trail, old, assign
 
@@ -148,6 +148,29 @@ def test_forget_moved_keeps_the_newest_of_a_moving_cluster_drops_the_trail_and_k
                                   jnp.asarray(centers), k, 0.0, 6, 0.25)
     np.testing.assert_array_equal(np.asarray(same), mask)
     assert not np.any(np.asarray(fired0))
+
+
+def test_a_short_line_is_not_extrapolated_far_back(monkeypatch):
+    """A group seen moving for 20 rounds says nothing about where it was 140 rounds ago: a stale
+    cluster that happens to lie on that line, that far back, is not its trail (the ten-group ramp's
+    failure: a chance trend in the newest group erased old groups). Without the reach it would be."""
+    rng = np.random.default_rng(0)
+    t1 = np.arange(180, 200)
+    t0 = np.arange(40, 60)
+    x = np.concatenate([np.c_[0.3 * (t1 - 180.0), np.zeros(20)], np.c_[0.3 * (t0 - 180.0), np.zeros(20)]])
+    x = x + 0.5 * rng.standard_normal(x.shape)
+    H = 64
+    history = np.zeros((H, 2), np.float32); history[:40] = x
+    index = np.zeros(H, np.int32); index[:40] = np.r_[t1, t0]
+    mask = np.zeros(H, bool); mask[:40] = True
+    centers = np.zeros((4, 2), np.float32); centers[0] = x[:20].mean(0); centers[1] = x[20:].mean(0)
+    args = (jnp.asarray(history), jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers), jnp.int32(2), 6,
+            jnp.float32(0.25), F.chi2_quantile(3e-3, 2), F.chi2_quantile(1e-3, 2))
+    test = F.drift_statistics(*args)
+    assert float(test.stat[0]) > float(F.chi2_quantile(3e-3, 2))   # the new group moves
+    assert not bool(test.trail[1])
+    monkeypatch.setattr(F, "_REACH", math.inf)
+    assert bool(F.drift_statistics(*args).trail[1])
 
 
 def test_a_jump_is_not_a_movement():

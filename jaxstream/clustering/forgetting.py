@@ -1,4 +1,4 @@
-"""PACBO's forgetting: drop a cluster's old points when its recent points have moved away from them.
+"""PACBO's forgetting: drop a cluster's old points when its points move in time, and the trail it left.
 
 A reservoir keeps a uniform sample of the whole past, which is what the
 paper's guarantee is about, and is what a stationary stream wants. When the
@@ -9,25 +9,40 @@ points, including groups that simply stopped sending (the ten-group ramp).
 
 This module forgets per cluster, and only on evidence. After each round, with
 the new partition ĉ_{t+1}, every stored point is assigned to its nearest
-centre. For each cluster j its ``m`` newest stored points (by arrival index,
-``Config.recent_size``) are compared with its older ones by the two-sample
-statistic::
+active centre, and for every cluster j:
 
-    z_j = ||x̄_recent − x̄_old||² / (s_j² · (1/m + 1/n_old))
+* **Trend.** A least-squares line of position on arrival time through the
+  cluster's settled points (all but the last `_SETTLE` rounds': a new group's
+  first points land in a neighbour's cluster until the chain gives them a
+  centre). Its statistic ``z_j = ||s_ty||² / (s_tt · s_j²)`` (explained over
+  residual variance per coordinate) is ≈ χ²_d when the group does not move.
+  It counts only where the line leaves at most ``continuity``·σ̂² of residual
+  variance, the cluster has at least 2m settled points (m =
+  ``Config.recent_size``) and its arrivals are steady (no gap longer than
+  about the longest of n exponential gaps): a step in time, two blobs, is not
+  a movement. z_j above the exact χ²_d quantile of level
+  ``Params.drift_level`` fires: the cluster keeps its m newest points.
+* **Trail.** A stale cluster (no point for 4 of its mean gaps) whose mean
+  lies on a moving cluster's line extrapolated back to the stale cluster's
+  mean arrival time (within the χ²_d 1e-3 quantile of the two means' and the
+  line's standard errors) is what that group left behind: all its points go.
+  The line is trusted back to ``dt² ≤ _REACH · S_tt`` only: on the ten-group
+  ramp a chance trend in the newest group's few rounds, extrapolated 130
+  rounds back, otherwise landed on old groups and erased them.
 
-with s_j² the cluster's within-set variance per coordinate (each set around
-its own mean, d·(n − 2) degrees of freedom: a moving group does not inflate
-it). With no movement z_j is ≈ χ²_d; z_j above the χ²_d quantile of level
-``Params.drift_level`` (Wilson–Hilferty) forgets the cluster's old points:
-their slots are freed for the next arrivals. A cluster that stops receiving
-points is never tested again with new evidence, so a group that stopped
-sending is remembered; a cluster with fewer than ``m`` old points is not
-tested. ``drift_level = 0`` never forgets (the plain reservoir, bit for bit).
+Freed slots take the next arrivals before the reservoir replaces anything.
+A group that simply stopped sending is remembered (it is not on a moving
+cluster's path). ``drift_level = 0`` never forgets: the plain reservoir, bit
+for bit.
 
 What the guarantee becomes: between two forgettings of a cluster the learner
 is the paper's PACBO on the remembered points, so the regret bound holds
 against the best partition of the remembered stretch (a tracking guarantee
-whose stretches are chosen by the test); we prove nothing beyond that.
+whose stretches are chosen by the test); we prove nothing beyond that. The
+test's level is per cluster and round, and rounds are strongly dependent, so
+a stationary stream of T rounds sees far fewer than T·k·level false alarms
+(measured in the tests), but not zero: a false alarm costs the cluster its
+old points, which the next rounds' points replace.
 """
 from __future__ import annotations
 
@@ -44,6 +59,7 @@ __all__ = ["chi2_quantile", "drift_statistics", "forget_moved"]
 
 _SETTLE = 4      # rounds left out of the trend (drift_statistics)
 _LINE_CAP = 4.0  # the most a line's own uncertainty adds to a trail's tolerance, in noise variances
+_REACH = 16.0    # a moving cluster's line is trusted back to where its variance, σ²·dt²/S_tt, reaches 16 σ²
 
 
 def chi2_quantile(level, d: int) -> Array:
@@ -196,7 +212,10 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     # The line's own uncertainty at i's time counts up to _LINE_CAP noise variances: a line extrapolated
     # far back from a few points would otherwise reach every stale cluster.
     se2 = noise_var * (1.0 / n1[:, None] + 1.0 / n1[None, :] + jnp.minimum(dt ** 2 / full.s_tt[None, :], _LINE_CAP))
-    on_path = (err2 <= trail_quantile * se2) & moving[None, :]
+    # Nor is a line extrapolated to where its own variance exceeds `_REACH` σ² evidence of where the group
+    # was: a few rounds of a new group's points, a chance trend, would point anywhere 100 rounds back.
+    near = dt ** 2 / full.s_tt[None, :] <= _REACH
+    on_path = (err2 <= trail_quantile * se2) & moving[None, :] & near
     trail = stale & (n >= 2) & jnp.any(on_path, axis=1)
     return DriftTest(stat, trail, old_row, assign)
 
