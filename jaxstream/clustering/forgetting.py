@@ -50,8 +50,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.scipy.special import gammaincc, gammaln, ndtri
+
+from .lloyd import nearest_center
 
 Array = jax.Array
 
@@ -164,13 +165,18 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     p, d = centers.shape
     dtype = history.dtype
     active = jnp.arange(p) < n_clusters
-    d2 = jnp.sum((history[:, None, :] - centers[None, :, :]) ** 2, axis=-1)
-    assign = jnp.argmin(jnp.where(active[None, :], d2, jnp.inf), axis=1).astype(jnp.int32)
+    _, assign = nearest_center(history, centers, active)
     member = (assign[None, :] == jnp.arange(p)[:, None]) & mask[None, :]            # (p, H)
     idx = jnp.where(member, index[None, :], -1)
-    cut = lax.top_k(idx, recent)[0][:, recent - 1]                                     # m-th newest, or −1
-    is_old = member & (index[None, :] < cut[:, None])
-    old_row = jnp.any(is_old, axis=0)
+    # Rows ordered by (cluster, arrival) with one sort of H keys (a top_k or a sort per cluster row
+    # of (p, H) costs more than the MCMC on XLA:CPU). Free rows go last (cluster p).
+    H = history.shape[0]
+    cl = jnp.where(mask, assign, p)
+    order = jnp.lexsort((index, cl))
+    cl_s, idx_s = cl[order], index[order]
+    ends = jnp.cumsum(jnp.zeros((p + 1,), jnp.int32).at[cl].add(1))                    # one past each cluster's last
+    from_newest = ends[cl_s] - 1 - jnp.arange(H)                                       # 0: the cluster's newest row
+    old_row = jnp.zeros((H,), bool).at[order].set((cl_s < p) & (from_newest >= recent))
     # Times and positions centred on the history's (exact in float32 up to 2^24 rounds apart).
     now = jnp.max(jnp.where(mask, index, 0))
     n_all = jnp.maximum(jnp.sum(mask), 1).astype(dtype)
@@ -198,9 +204,10 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     # Steady: no gap between consecutive arrivals longer than (2 + log n) mean gaps (about the
     # longest of n exponential gaps). A stale cluster that a new group's points revive is two
     # blobs in time, which one line fits exactly: not a movement.
-    srt = jnp.sort(idx, axis=1)
-    steps = jnp.where((srt[:, 1:] >= 0) & (srt[:, :-1] >= 0), srt[:, 1:] - srt[:, :-1], 0)
-    steady = jnp.max(steps, axis=1).astype(dtype) <= (2.0 + jnp.log(n1)) * gap + 1.0
+    same = (cl_s[1:] == cl_s[:-1]) & (cl_s[1:] < p)
+    steps = jnp.where(same, idx_s[1:] - idx_s[:-1], 0)
+    longest = jax.ops.segment_max(steps, cl_s[1:], num_segments=p + 1)[:p]
+    steady = jnp.maximum(longest, 0).astype(dtype) <= (2.0 + jnp.log(n1)) * gap + 1.0
     stat = jnp.where(steady, stat, 0.0)
     moving = active & ~stale & (stat > threshold)
     # Where each moving cluster j was at stale cluster i's mean arrival time (its line), against
