@@ -105,21 +105,25 @@ class _Line(NamedTuple):
     resid: Array   # (p,) residual variance per coordinate, d·(n − 2) degrees of freedom
 
 
-def _line(sel: Array, t: Array, y: Array) -> _Line:
-    """Least-squares line y ≈ ȳ + β·(t − t̄) through each row's selected points (sel: (p, H) bool)."""
+def _line(seg: Array, t: Array, y: Array, p: int) -> _Line:
+    """Least-squares line y ≈ ȳ + β·(t − t̄) through each cluster's points.
+
+    seg: (H,) int32 each row's cluster in [0, p], p for rows left out; t (H,), y (H, d). Segment sums
+    over H rows (not (p, H) masks): the cost does not grow with the number of centre slots.
+    """
     d = y.shape[1]
-    w = sel.astype(y.dtype)
-    n = jnp.sum(w, axis=1)
+    ssum = lambda v: jax.ops.segment_sum(v, seg, num_segments=p + 1)
+    n = ssum(jnp.ones_like(t))
     n1 = jnp.maximum(n, 1.0)
-    t_bar, y_bar = (w @ t) / n1, (w @ y) / n1[:, None]
-    tc = jnp.where(sel, t[None, :] - t_bar[:, None], 0.0)
+    t_bar, y_bar = ssum(t) / n1, ssum(y) / n1[:, None]
+    tc, yc = t - t_bar[seg], y - y_bar[seg]
     tiny = jnp.finfo(y.dtype).tiny
-    s_tt = jnp.maximum(jnp.sum(tc * tc, axis=1), tiny)
-    s_ty = tc @ y
-    s_yy = jnp.maximum(w @ jnp.sum(y * y, axis=1) - n * jnp.sum(y_bar * y_bar, axis=1), 0.0)
+    s_tt = jnp.maximum(ssum(tc * tc), tiny)
+    s_ty = ssum(tc[:, None] * yc)
+    s_yy = ssum(jnp.sum(yc * yc, axis=1))
     explained = jnp.sum(s_ty * s_ty, axis=1) / s_tt
     resid = jnp.maximum(s_yy - explained, 0.0) / (d * jnp.maximum(n - 2.0, 1.0))
-    return _Line(n, t_bar, y_bar, s_tt, s_ty, explained, resid)
+    return _Line(*(v[:p] for v in (n, t_bar, y_bar, s_tt, s_ty, explained, resid)))
 
 
 class DriftTest(NamedTuple):
@@ -166,8 +170,6 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     dtype = history.dtype
     active = jnp.arange(p) < n_clusters
     _, assign = nearest_center(history, centers, active)
-    member = (assign[None, :] == jnp.arange(p)[:, None]) & mask[None, :]            # (p, H)
-    idx = jnp.where(member, index[None, :], -1)
     # Rows ordered by (cluster, arrival) with one sort of H keys (a top_k or a sort per cluster row
     # of (p, H) costs more than the MCMC on XLA:CPU). Free rows go last (cluster p).
     H = history.shape[0]
@@ -184,11 +186,11 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     t = jnp.where(mask, t - jnp.sum(jnp.where(mask, t, 0.0)) / n_all, 0.0)
     y = history - jnp.sum(jnp.where(mask[:, None], history, 0.0), axis=0) / n_all
     y = jnp.where(mask[:, None], y, 0.0)
-    full = _line(member, t, y)
+    full = _line(cl, t, y, p)
     # The trend is measured without the last `_SETTLE` rounds' points: a new group's first points
     # land in a neighbour's cluster until the chain gives them a centre, a step in time that is
     # not a movement.
-    settled = _line(member & (index <= now - _SETTLE)[None, :], t, y)
+    settled = _line(jnp.where(index <= now - _SETTLE, cl, p), t, y, p)
     tiny = jnp.finfo(dtype).tiny
     # A movement is a line that leaves no more than `continuity`·σ̂² of residual variance: a group
     # whose first points landed in a neighbour's cluster makes a step in time, which leaves more.
@@ -197,8 +199,8 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
                      settled.explained / jnp.maximum(settled.resid, tiny), 0.0)
     # Stale: no point for 4 of the cluster's mean gaps between stored arrivals.
     n, n1 = full.n, jnp.maximum(full.n, 1.0)
-    newest = jnp.max(idx, axis=1)
-    oldest = jnp.min(jnp.where(member, index[None, :], jnp.iinfo(jnp.int32).max), axis=1)
+    newest = jnp.where(n > 0, jax.ops.segment_max(index, cl, num_segments=p + 1)[:p], 0)
+    oldest = jnp.where(n > 0, jax.ops.segment_min(index, cl, num_segments=p + 1)[:p], 0)
     gap = (newest - oldest).astype(dtype) / jnp.maximum(n - 1.0, 1.0)
     stale = active & (n > 0) & ((now - newest).astype(dtype) > 4.0 * gap + 1.0)
     # Steady: no gap between consecutive arrivals longer than (2 + log n) mean gaps (about the
