@@ -80,7 +80,23 @@ def _reference(history, mask, index, centers, k, m, noise_var, threshold, trail_
             se2 = noise_var * (1 / a["n"] + 1 / b["n"] + min(dt ** 2 / b["stt"], LINE_CAP))
             if err2 <= trail_q * se2 and dt ** 2 / b["stt"] <= REACH:
                 trail[i] = True
-    return stat, trail, old, assign
+    # Rows a moving cluster left behind in other clusters.
+    trail_row = np.zeros(H, bool)
+    t_all = index.astype(np.float64)
+    for j in lines:
+        if not moving[j]:
+            continue
+        b = lines[j]
+        rows_j = np.flatnonzero(mask & (assign == j))
+        first_recent = np.sort(index[rows_j])[-m:].min()
+        for r in np.flatnonzero(mask & (assign != j) & (index < first_recent)):
+            dt = t_all[r] - b["tb"]
+            if dt ** 2 / b["stt"] > REACH:
+                continue
+            e2 = ((x[r] - b["yb"] - dt * b["beta"]) ** 2).sum()
+            if e2 <= trail_q * noise_var * (1 + 1 / b["n"] + min(dt ** 2 / b["stt"], LINE_CAP)):
+                trail_row[r] = True
+    return stat, trail, old, assign, trail_row
 
 
 def _scene(seed, moving=True, stopped=True, trail=True, H=128):
@@ -122,14 +138,18 @@ def test_drift_statistics_against_numpy_reference(seed):
     got = jax.jit(F.drift_statistics, static_argnums=5)(
         jnp.asarray(history, jnp.float32), jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers, jnp.float32),
         jnp.int32(k), m, jnp.float32(nv), jnp.float32(thr), jnp.float32(tq))
-    stat, trail, old, assign = _reference(history, mask, index, centers, k, m, nv, thr, tq)
+    stat, trail, old, assign, trail_row = _reference(history, mask, index, centers, k, m, nv, thr, tq)
     np.testing.assert_array_equal(np.asarray(got.assign)[mask], assign[mask])
     np.testing.assert_array_equal(np.asarray(got.old) & mask, old)
     np.testing.assert_allclose(np.asarray(got.stat), stat, rtol=2e-3, atol=1e-3)
     np.testing.assert_array_equal(np.asarray(got.trail), trail)
+    np.testing.assert_array_equal(np.asarray(got.trail_row), trail_row)
     # What the scene is built to show: the moving group moves, the trail is its trail, the group
     # that stopped far away is neither.
     assert stat[0] > thr and trail[2] and not trail[1] and stat[1] < thr
+    # Row by row: the trail's points are where the moving group was when they arrived; the stopped
+    # group's are not.
+    assert trail_row[mask & (index >= 22) & (index <= 50)].all() and not trail_row[mask & (index <= 20)].any()
 
 
 def test_forget_moved_keeps_the_newest_of_a_moving_cluster_drops_the_trail_and_keeps_a_stopped_group():

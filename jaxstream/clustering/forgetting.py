@@ -28,7 +28,11 @@ active centre, and for every cluster j:
   line's standard errors) is what that group left behind: all its points go.
   The line is trusted back to ``dt² ≤ _REACH · S_tt`` only: on the ten-group
   ramp a chance trend in the newest group's few rounds, extrapolated 130
-  rounds back, otherwise landed on old groups and erased them.
+  rounds back, otherwise landed on old groups and erased them. A point in
+  another cluster that arrived before a moving cluster's m newest and lies
+  where that cluster's line puts the group at the point's arrival time goes
+  too (a lagging centre that still gets a tail point now and then is never
+  stale).
 
 Freed slots take the next arrivals before the reservoir replaces anything.
 A group that simply stopped sending is remembered (it is not on a moving
@@ -136,12 +140,16 @@ class DriftTest(NamedTuple):
         the cluster's points arrived (module docstring).
       old: (H,) bool, the row is older than its cluster's m newest.
       assign: (H,) int32 each row's cluster slot.
+      trail_row: (H,) bool, the row lies in another cluster where a moving
+        cluster's line puts the group at the row's arrival time, and arrived
+        before that cluster's m newest (module docstring).
     """
 
     stat: Array
     trail: Array
     old: Array
     assign: Array
+    trail_row: Array
 
 
 def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, n_clusters, recent: int,
@@ -179,6 +187,8 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     ends = jnp.cumsum(jnp.zeros((p + 1,), jnp.int32).at[cl].add(1))                    # one past each cluster's last
     from_newest = ends[cl_s] - 1 - jnp.arange(H)                                       # 0: the cluster's newest row
     old_row = jnp.zeros((H,), bool).at[order].set((cl_s < p) & (from_newest >= recent))
+    first_recent = jax.ops.segment_min(jnp.where(from_newest < recent, idx_s, jnp.iinfo(jnp.int32).max), cl_s,
+                                       num_segments=p + 1)[:p]                       # oldest of the m newest
     # Times and positions centred on the history's (exact in float32 up to 2^24 rounds apart).
     now = jnp.max(jnp.where(mask, index, 0))
     n_all = jnp.maximum(jnp.sum(mask), 1).astype(dtype)
@@ -226,7 +236,16 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     near = dt ** 2 / full.s_tt[None, :] <= _REACH
     on_path = (err2 <= trail_quantile * se2) & moving[None, :] & near
     trail = stale & (n >= 2) & jnp.any(on_path, axis=1)
-    return DriftTest(stat, trail, old_row, assign)
+    # Points a moving group left behind in another cluster (a lagging centre that still gets a tail
+    # point now and then is never stale): a row that arrived before moving cluster j's m newest and
+    # lies where j's line puts the group at the row's arrival time.
+    dtr = t[:, None] - full.t_bar[None, :]                                             # (H, p)
+    e2 = jnp.sum((y[:, None, :] - full.y_bar[None] - dtr[..., None] * beta[None]) ** 2, axis=-1)
+    v2 = noise_var * (1.0 + 1.0 / n1[None, :] + jnp.minimum(dtr ** 2 / full.s_tt[None, :], _LINE_CAP))
+    behind = (moving[None, :] & (cl[:, None] != jnp.arange(p)[None, :]) & (index[:, None] < first_recent[None, :])
+              & (dtr ** 2 / full.s_tt[None, :] <= _REACH))
+    trail_row = mask & jnp.any(behind & (e2 <= trail_quantile * v2), axis=1)
+    return DriftTest(stat, trail, old_row, assign, trail_row)
 
 
 def forget_moved(history: Array, mask: Array, index: Array, centers: Array, n_clusters, level,
@@ -247,5 +266,5 @@ def forget_moved(history: Array, mask: Array, index: Array, centers: Array, n_cl
     test = drift_statistics(history, mask, index, centers, n_clusters, recent, noise_var, threshold, trail_q)
     fired = test.stat > threshold
     # A moving cluster keeps its m newest points; the trail a moving group left behind goes.
-    drop = (fired[test.assign] & test.old) | test.trail[test.assign]
+    drop = (fired[test.assign] & test.old) | test.trail[test.assign] | test.trail_row
     return mask & ~drop, fired | test.trail
