@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaincc, gammaln, ndtri
 
+from .. import _ops
 from .lloyd import nearest_center
 
 Array = jax.Array
@@ -124,8 +125,8 @@ def _line(seg: Array, t: Array, y: Array, p: int) -> _Line:
     tiny = jnp.finfo(y.dtype).tiny
     s_tt = jnp.maximum(ssum(tc * tc), tiny)
     s_ty = ssum(tc[:, None] * yc)
-    s_yy = ssum(jnp.sum(yc * yc, axis=1))
-    explained = jnp.sum(s_ty * s_ty, axis=1) / s_tt
+    s_yy = ssum(_ops.coord_sum(yc * yc))
+    explained = _ops.coord_sum(s_ty * s_ty) / s_tt
     resid = jnp.maximum(s_yy - explained, 0.0) / (d * jnp.maximum(n - 2.0, 1.0))
     return _Line(*(v[:p] for v in (n, t_bar, y_bar, s_tt, s_ty, explained, resid)))
 
@@ -227,7 +228,7 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     beta = full.s_ty / full.s_tt[:, None]                                              # (p, d)
     dt = full.t_bar[:, None] - full.t_bar[None, :]                                     # (i, j)
     back = full.y_bar[None, :, :] + dt[..., None] * beta[None, :, :]                   # (i, j, d)
-    err2 = jnp.sum((back - full.y_bar[:, None, :]) ** 2, axis=-1)
+    err2 = _ops.coord_sum((back - full.y_bar[:, None, :]) ** 2)
     # The line's own uncertainty at i's time counts up to _LINE_CAP noise variances: a line extrapolated
     # far back from a few points would otherwise reach every stale cluster.
     se2 = noise_var * (1.0 / n1[:, None] + 1.0 / n1[None, :] + jnp.minimum(dt ** 2 / full.s_tt[None, :], _LINE_CAP))
@@ -240,7 +241,7 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     # point now and then is never stale): a row that arrived before moving cluster j's m newest and
     # lies where j's line puts the group at the row's arrival time.
     dtr = t[:, None] - full.t_bar[None, :]                                             # (H, p)
-    e2 = jnp.sum((y[:, None, :] - full.y_bar[None] - dtr[..., None] * beta[None]) ** 2, axis=-1)
+    e2 = _ops.coord_sum((y[:, None, :] - full.y_bar[None] - dtr[..., None] * beta[None]) ** 2)
     v2 = noise_var * (1.0 + 1.0 / n1[None, :] + jnp.minimum(dtr ** 2 / full.s_tt[None, :], _LINE_CAP))
     behind = (moving[None, :] & (cl[:, None] != jnp.arange(p)[None, :]) & (index[:, None] < first_recent[None, :])
               & (dtr ** 2 / full.s_tt[None, :] <= _REACH))
