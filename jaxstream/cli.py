@@ -315,12 +315,11 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
     vertices = figures["vertices"]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5), gridspec_kw=dict(width_ratios=[1.3, 1]))
     u, v, xl, yl = _xy(xs, names)
-    # The points are drawn over the curve: a vertex placed on a lone point must not hide it.
-    sc = ax.scatter(u, v, c=np.arange(len(xs)), cmap="viridis", s=12, label="stream", zorder=3,
-                    edgecolors="k", linewidths=0.3)
+    sc = ax.scatter(u, v, c=np.arange(len(xs)), cmap="viridis", s=12, label="stream", zorder=2)
     if xs.shape[1] >= 2:
-        ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=3, lw=1.8, zorder=2,
-                label=f"slpc curve ({figures['n_segments']} segments)")
+        # Hollow vertex markers: a vertex placed on a lone point must not hide it.
+        ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
+                zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
     fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
