@@ -45,7 +45,11 @@ quality figures are the same, seed for seed, on b685565):
     Earlier: cde53f4 T=5000 0.50 s, B=128 1.91x B=1 (18,986 against
     9,916); session 18 (badb263) T=5000 0.75-1.05 s, B=1 3,786, B=128 5,056.
 
-Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png]
+Noise level (--noise, alone): the two statistics σ̂ is the smaller of, against the noise's true sd, on a
+stationary stream and on streams that move (2026-11-26: on routes in order the curve-free one reads
+about half the sd; benchmarks/README.md).
+
+Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png] [--noise]
 """
 import argparse
 import platform
@@ -263,6 +267,43 @@ def moving(learner, args):
           f"{(loss / npp).mean():.2f} (max {(loss / npp).max():.2f}) [target ≤ 2]")
 
 
+NOISE = [
+    # name, generator(seed), the noise's per-coordinate sd
+    ("cubic (i.i.d. along the curve)", lambda s: datasets.make_cubic_stream(500, seed=s), 0.094),
+    ("route, 8 legs in order, Gaussian", lambda s: datasets.make_route_stream(900, n_legs=8, heavy_tailed=False, seed=s),
+     0.1),
+    ("route, 5 legs in order, t3 (sd 0.1)", lambda s: datasets.make_route_stream(600, seed=s), 0.1),
+    ("rounded-rectangle loop in order", lambda s: datasets.make_loop_stream(600, shape="rounded_rectangle", n_laps=1.5,
+                                                                            seed=s), 0.05),
+    ("sine arc drifting +3 in y", lambda s: datasets.make_drifting_curve_stream(seed=s), 0.1),
+]
+
+
+def noise_estimates(learner, seeds=range(5)):
+    """The two noise statistics σ̂ is the smaller of (`jaxstream.curves.history.noise_level`), against the
+    noise's true sd: the prequential residuals' (distance to the line before it learned the point) and the
+    curve-free one's (distance to the chord of the two nearest recent points), early and at the end."""
+    from jaxstream.curves import history
+    q = history.chi2_quantile(1)
+    no = jnp.asarray(False)
+
+    def trace(s, x, info):
+        e = history.sorted_quantile(s.sorted_e, s.n_stored, 0.0, no, history.NOISE_QUANTILE)
+        r = history.sorted_quantile(s.sorted_r, s.n_stored, 0.0, no, history.NOISE_QUANTILE)
+        return jnp.sqrt(e / q) * s.scale, jnp.sqrt(r / history.NN_INFLATION / q) * s.scale
+
+    print(f"== noise level (2-D streams, seeds {seeds[0]}-{seeds[-1]}): sd estimates / true sd, "
+          "prequential | curve-free (σ̂ is the smaller)")
+    for name, gen, sd in NOISE:
+        xs = np.stack([gen(s) for s in seeds]).astype(np.float32)
+        keys = jax.random.split(jax.random.key(0), len(xs))
+        st = js.init_streams(learner, keys, xs[:, :20])
+        _, (e, r) = js.run_streams(learner, keys, xs[:, 20:], st, trace=trace)
+        e, r = np.asarray(e) / sd, np.asarray(r) / sd
+        at = [t for t in (20, 80, 300) if t < e.shape[1]] + [e.shape[1] - 1]
+        print(f"  {name}: " + ", ".join(f"t={t + 20} {e[:, t].mean():.2f} | {r[:, t].mean():.2f}" for t in at))
+
+
 def machine_limits():
     """This machine's f32 arithmetic and memory limits as XLA reaches them:
     a 2048² matrix product (GFLOP/s) and a 64 MB array scaled and summed
@@ -343,10 +384,14 @@ def main():
     ap.add_argument("--T-many", type=int, default=1000)
     ap.add_argument("--skip-moving", action="store_true")
     ap.add_argument("--moving-seeds", type=int, default=50)
+    ap.add_argument("--noise", action="store_true", help="only the noise-level diagnostic (moving streams)")
     args = ap.parse_args()
     dev = jax.devices()[0]
     print(f"jax {jax.__version__} on {dev.platform} ({dev.device_kind}); {platform.processor() or platform.machine()}")
     learner = js.slpc()
+    if args.noise:
+        noise_estimates(learner)
+        return
     if not args.skip_quality:
         quality_stream(learner, "cubic, T=500", lambda s: datasets.make_cubic_stream(500, seed=s, return_truth=True),
                        list(range(10)), "[paper: slpc 20.83 (3.23), princurve 26.02, truth 2.48; R princurve 18.38]",
