@@ -477,10 +477,8 @@ def test_noise_price_stops_growth_on_a_straight_noisy_line(init, run):
 
 def test_isolated_outliers_are_not_chased(learner, init, run, cubic):
     """Four points 4 units (2.6-3.5 from the cubic, ≈ 30 σ) off it, each alone: with the default
-    loss cap and a length price of 6 (a spike to one point then costs more
-    than the cap lets it save; the unit of length is a third of this line's
-    length, longer than the data's spread, where 2 per unit no longer
-    stopped a spike) the curve stays on the cubic (every outlier
+    loss cap and a length price of 2 (a spike to one point then costs more
+    than the cap lets it save) the curve stays on the cubic (every outlier
     stays far from it and the curve stays within a few σ of the clean points'
     curve); with the plain squared loss (outlier_scale=inf) the curve runs
     out to some of them (the check has power). (At the default length price,
@@ -490,7 +488,7 @@ def test_isolated_outliers_are_not_chased(learner, init, run, cubic):
     clean = np.delete(cubic, idx, 0).astype(np.float64)
     dist = {}
     for kappa in (float(learner.params.outlier_scale), np.inf):
-        prm = learner.params._replace(outlier_scale=jnp.float32(kappa), length_scale=jnp.float32(6.0))
+        prm = learner.params._replace(outlier_scale=jnp.float32(kappa), length_scale=jnp.float32(2.0))
         s = init(jax.random.key(0), xs[:20], prm)
         s, _ = run(jax.random.key(1), xs[20:], s)
         v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)

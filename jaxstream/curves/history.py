@@ -25,8 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "curve_free_residual", "Slot",
-           "reservoir_slot"]
+           "sorted_replace", "noise_level", "nn_residual", "Slot", "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
 # The two-nearest-neighbour residual of a point on a noisy curve is about
@@ -40,13 +39,6 @@ NN_INFLATION = 1.5
 # neighbours are near x (the oldest points, on a trace, are far from it and
 # would make the noise look as large as the distance travelled).
 NN_ROWS = 64
-# On a trace arriving in order the last 64 points are packed closer than the
-# noise (a route: 0.125 σ apart) and the two nearest straddle x at the
-# spacing's scale: the chord reads about half the noise sd. The line through
-# the two previous points is used as well where it is within TIME_RATIO times
-# the chord's residual (`curve_free_residual`; points i.i.d. along a curve are
-# far apart in time and keep the chord).
-TIME_RATIO = 10.0
 
 
 def normal_ppf(p: float) -> float:
@@ -125,9 +117,8 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     and the curve grew without end). In the first rounds the prequential
     residuals are the misfit, not the noise, and would price out the very
     vertices that fix it; the same statistic of each point's distance to the
-    chord of its two nearest earlier points (``hist_r``; on a dense trace in
-    order, to the line through the two previous ones: `curve_free_residual`)
-    needs no curve. σ̂² is the smaller of the two.
+    chord of its two nearest earlier points (``hist_r``) needs no curve. σ̂²
+    is the smaller of the two.
 
     Args:
       sorted_e, sorted_r: (H,) the stored rows' prequential and
@@ -141,46 +132,6 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     me = sorted_quantile(sorted_e, n, e_x, use_x, NOISE_QUANTILE)
     mr = sorted_quantile(sorted_r, n, r_x, use_x, NOISE_QUANTILE)
     return jnp.minimum(me, mr / NN_INFLATION) / q
-
-
-def curve_free_residual(u, recent, n_seen):
-    """x_t's curve-free residual: the larger of its two noise proxies where they agree.
-
-    The chord proxy (`nn_residual` among the ring of recent points) is
-    calibrated for neighbours spaced along the curve; on a dense trace
-    arriving in order (spacing ≪ σ) it measures the spacing, not the noise
-    (a route's σ̂ read 0.45-0.55 of the sd, every price ~3.7× too cheap; the
-    line zigzagged in the noise band). The time proxy is x_t's squared
-    distance to the line through the two previous points x_{t−1}, x_{t−2}
-    (1.5 σ² in expectation at spacing ≪ σ, the chord's calibration). It is
-    used (the larger of the two) only where x_t projects between them (a
-    sparse trace extrapolates that line ahead, which reads high: 1.8× at
-    spacing σ) and within `TIME_RATIO` times the chord proxy (i.i.d.
-    arrivals: the previous points are anywhere). That guard keeps most of a
-    very dense trace on the chord: the routes' statistic rises from 0.51 to
-    0.57 of the sd (`bench_slpc.py --noise`), enough, with the length unit
-    and the drift gate (`jaxstream.curves.tracking`), that every held-out
-    route's line follows the whole route (benchmarks/README.md); it is not
-    an unbiased noise estimate on such traces.
-
-    Args:
-      u: (d,) x_t (standardised).
-      recent: (NN_ROWS, d) the ring of recent points, point n in row n mod NN_ROWS.
-      n_seen: () points seen before x_t.
-
-    Returns:
-      () the residual (0 before two points).
-    """
-    R = recent.shape[0]
-    r_chord = nn_residual(u, recent, jnp.arange(R) < n_seen)
-    a, b = recent[(n_seen - 1) % R], recent[(n_seen - 2) % R]
-    ab, ua, ub = a - b, u - a, u - b
-    nab = jnp.sum(ab * ab)
-    safe = jnp.where(nab > 0, nab, 1.0)
-    r_time = jnp.maximum(jnp.sum(ua * ua) - jnp.sum(ua * ab) ** 2 / safe, 0.0)
-    tau = jnp.sum(ub * ab) / safe
-    use = (n_seen >= 2) & (nab > 0) & (tau >= 0.0) & (tau <= 1.0) & (r_time <= TIME_RATIO * r_chord)
-    return jnp.where(use, jnp.maximum(r_time, r_chord), r_chord)
 
 
 def nn_residual(u, P, valid):

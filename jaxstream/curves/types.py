@@ -172,9 +172,8 @@ class Observation(NamedTuple):
       valid, w: (H + 1,) the rows in the objective and their weights.
       n_tot: the number of points the objective stands for.
       sigma2: σ̂²; cap: the largest loss one point adds to the objective.
-      spread: the unit the length price is measured in: the RMS distance of the
-        objective's points to their mean (the data's current scale), or a third
-        of the line's length if that is larger (`tracking.length_unit`).
+      spread: the RMS distance of the objective's points to their mean (the data's
+        current scale; the length price is measured in it).
       params: the round's `Params`, with R and L resolved from the data seen so far.
     """
 
