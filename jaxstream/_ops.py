@@ -272,19 +272,15 @@ def _segment_terms(P, A, B, csum):
     ap = [P[:, k] - A[..., k, None] for k in range(d)]
     t = jnp.clip(csum([u * v for u, v in zip(ap, ab)]) * inv, 0.0, 1.0)
     d2 = csum([(u - t * v) ** 2 for u, v in zip(ap, ab)])
-    # At an end, the distance is computed from P − A or P − B itself: two
-    # segments sharing the vertex nearest to P then tie exactly, and the
-    # first wins everywhere (jit, eager, vmap) instead of by rounding. The
-    # end is taken where t is clamped or where the end is no farther than
+    # Past the far end, |P − B|² computed from P − B itself (t = 0 already
+    # gives |P − A|² exactly): two segments sharing the vertex nearest to P
+    # then tie exactly, and the first wins everywhere (jit, eager, vmap)
+    # instead of by rounding. B is taken also where it is no farther than
     # the projection: a GPU's fused multiply-adds can leave t a rounding
-    # short of 1 (or above 0) at the vertex itself.
-    dA = csum([u * u for u in ap])
+    # short of 1 at the vertex itself (an H100 read 1e-13 for 0).
     dB = csum([(P[:, k] - B[..., k, None]) ** 2 for k in range(d)])
     at_b = (t >= 1.0) | (dB <= d2)
-    at_a = ~at_b & ((t <= 0.0) | (dA <= d2))
-    d2 = jnp.where(at_b, dB, jnp.where(at_a, dA, d2))
-    t = jnp.where(at_b, 1.0, jnp.where(at_a, 0.0, t))
-    return d2, t
+    return jnp.where(at_b, dB, d2), jnp.where(at_b, 1.0, t)
 
 
 def _segment_cpu(P, A, B):

@@ -97,6 +97,136 @@ def test_ring_of_recent_points_and_data_extent():
     np.testing.assert_allclose(float(prm.L), ref_L, rtol=1e-4)
 
 
+def test_length_unit_is_the_spread_or_a_third_of_a_long_line():
+    """The length price's unit: the data's spread for a compact line, ℓ(f̂)/3 for a line
+    more than three spreads long (NumPy lengths), padding vertices ignored."""
+    verts = np.zeros((6, 2), np.float32)
+    verts[:4] = [[0.0, 0.0], [3.0, 0.0], [3.0, 4.0], [0.0, 4.0]]            # length 10
+    verts[4:] = verts[3]
+    length = np.linalg.norm(np.diff(verts[:4], axis=0), axis=1).sum()
+    for spread, want in [(5.0, 5.0), (1.0, length / tracking.LINE_PER_UNIT), (length / 3, length / 3)]:
+        got = tracking.length_unit(jnp.float32(spread), jnp.asarray(verts), jnp.int32(4))
+        np.testing.assert_allclose(float(got), want, rtol=1e-6)
+    verts[4:] = 100.0                                                          # rows past nv do not count
+    got = tracking.length_unit(jnp.float32(1.0), jnp.asarray(verts), jnp.int32(4))
+    np.testing.assert_allclose(float(got), length / tracking.LINE_PER_UNIT, rtol=1e-6)
+    # weighed by the arrival order: the spread alone for points in random order
+    for order, want in [(0.0, 1.0), (0.5, max(1.0, 0.5 * length / tracking.LINE_PER_UNIT))]:
+        got = tracking.length_unit(jnp.float32(1.0), jnp.asarray(verts), jnp.int32(4), jnp.float32(order))
+        np.testing.assert_allclose(float(got), want, rtol=1e-6)
+
+
+def _arrival_order_np(points_before):
+    """NumPy reference: the last NN_ROWS points (in arrival order), mean squared step between
+    consecutive ones over twice their variance, mapped to [0, 1]."""
+    if len(points_before) < 16:
+        return 0.0
+    r = np.asarray(points_before[-history.NN_ROWS:], np.float64)
+    step = ((r[1:] - r[:-1]) ** 2).sum(1).mean()
+    var = ((r - r.mean(0)) ** 2).sum(1).mean()
+    ratio = step / (2 * var)
+    return float(np.clip((history.ORDER_NONE - ratio) / (history.ORDER_NONE - history.ORDER_FULL), 0, 1))
+
+
+def _ring(points_before):
+    recent = np.zeros((history.NN_ROWS, points_before.shape[1]), np.float32)
+    for i, p in enumerate(points_before):
+        recent[i % history.NN_ROWS] = p
+    return jnp.asarray(recent), jnp.int32(len(points_before))
+
+
+@pytest.mark.parametrize("n", [5, 15, 16, 40, 64, 65, 100, 137])
+def test_arrival_order_matches_numpy_and_tells_traces_from_random_order(n):
+    """`history.arrival_order` against a NumPy reference on rings before and after they wrap,
+    for a noisy route in order, the same points shuffled and a noisy ordered ring shifted,
+    scaled and rotated (the same weight); in order → 1, shuffled → 0 from 16 points on."""
+    rng = np.random.default_rng(n)
+    route = datasets.make_route_stream(n=600, seed=n)[:n]
+    shuffled = route[rng.permutation(n)]
+    c, s_ = np.cos(0.7), np.sin(0.7)
+    moved = (route @ np.array([[c, -s_], [s_, c]]).T) * 37.0 + np.array([1e3, -5.0])
+    got = {}
+    for name, pts in [("route", route), ("shuffled", shuffled), ("moved", moved)]:
+        got[name] = float(history.arrival_order(*_ring(pts.astype(np.float32))))
+        np.testing.assert_allclose(got[name], _arrival_order_np(pts.astype(np.float32)), atol=2e-4)
+    np.testing.assert_allclose(got["moved"], got["route"], atol=1e-3)
+    if n >= 40:
+        assert got["route"] == 1.0 and got["shuffled"] == 0.0
+    elif n < 16:
+        assert got["route"] == 0.0
+
+
+def test_arrival_order_is_zero_on_every_round_of_iid_streams():
+    """Rounds of the cubic, Table 2, helix and seismic streams (i.i.d. along their curves)
+    never count as arriving in order: the learner then prices length exactly as before."""
+    for x in [datasets.make_cubic_stream(500, seed=1), datasets.make_table2_stream(seed=1),
+              datasets.make_helix_stream(seed=1), datasets.seismic_stream()]:
+        for n in range(16, len(x)):
+            assert float(history.arrival_order(*_ring(x[:n].astype(np.float32)))) == 0.0
+
+
+def _seg_d2_np(u, a, b):
+    ab = b - a
+    t = np.clip((u - a) @ ab / max(ab @ ab, 1e-300), 0.0, 1.0)
+    return float(((u - a - t * ab) ** 2).sum())
+
+
+def _curve_free_np(u, recent, n_seen):
+    """NumPy reference: the chord of the two nearest ring rows, or the larger of it and the
+    distance to the line through the two previous points where u projects between them and
+    that distance is within TIME_RATIO times the chord's."""
+    R = len(recent)
+    rows = np.arange(R) < n_seen
+    d2 = np.where(rows, ((recent - u) ** 2).sum(1), np.inf)
+    i1, i2 = np.argsort(d2, kind="stable")[:2]
+    chord = _seg_d2_np(u, recent[i1], recent[i2]) if np.isfinite(d2[i2]) else 0.0
+    a, b = recent[(n_seen - 1) % R], recent[(n_seen - 2) % R]
+    ab = a - b
+    if n_seen < 2 or ab @ ab == 0:
+        return chord
+    tau = (u - b) @ ab / (ab @ ab)
+    ua = u - a
+    r_time = max(ua @ ua - (ua @ ab) ** 2 / (ab @ ab), 0.0)
+    return max(r_time, chord) if 0 <= tau <= 1 and r_time <= history.TIME_RATIO * chord else chord
+
+
+@pytest.mark.parametrize("kind", ["dense trace", "sparse trace", "iid"])
+def test_curve_free_residual_matches_numpy_and_reads_the_noise_on_a_dense_trace(kind):
+    """`history.curve_free_residual` against a NumPy reference on rings of the three kinds;
+    on a dense trace in order (spacing 0.1 σ) its median is above the chord's (which reads
+    far below the noise there); i.i.d. arrivals and a sparse trace keep the chord."""
+    rng = np.random.default_rng(3)
+    R = history.NN_ROWS
+    got, ref, chord_only = [], [], []
+    for rep in range(300):
+        n_seen = R + 10 + rep
+        if kind == "iid":
+            pos = rng.uniform(0, 20.0, n_seen + 1)
+        else:
+            step = 0.1 if kind == "dense trace" else 2.0
+            pos = np.arange(n_seen + 1) * step
+        pts = np.stack([pos, np.zeros_like(pos)], 1) + rng.normal(size=(n_seen + 1, 2))
+        recent = np.zeros((R, 2))
+        for i in range(n_seen):
+            recent[i % R] = pts[i]
+        u = pts[n_seen]
+        got.append(float(history.curve_free_residual(jnp.asarray(u, jnp.float32), jnp.asarray(recent, jnp.float32),
+                                                     jnp.int32(n_seen))))
+        ref.append(_curve_free_np(u.astype(np.float32).astype(np.float64),
+                                  recent.astype(np.float32).astype(np.float64), n_seen))
+        chord_only.append(float(history.nn_residual(jnp.asarray(u, jnp.float32), jnp.asarray(recent, jnp.float32),
+                                                    jnp.arange(R) < n_seen)))
+    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=1e-5)
+    got, chord_only = np.asarray(got), np.asarray(chord_only)
+    assert np.all(got >= chord_only)
+    if kind == "dense trace":
+        assert np.median(chord_only) / history.chi2_quantile(1) < 0.3 * 1.5      # the chord's bias
+        assert np.median(got) > 1.15 * np.median(chord_only)
+        assert np.mean(got > chord_only) > 0.2
+    else:
+        assert np.mean(got == chord_only) > 0.8
+
+
 def _run_many(learner, streams, t0=20):
     xs = np.stack(streams).astype(np.float32)
     keys = jax.random.split(jax.random.key(0), len(streams))

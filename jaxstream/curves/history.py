@@ -25,7 +25,8 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "Slot", "reservoir_slot"]
+           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "arrival_order", "curve_free_residual", "Slot",
+           "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
 # The two-nearest-neighbour residual of a point on a noisy curve is about
@@ -39,6 +40,21 @@ NN_INFLATION = 1.5
 # neighbours are near x (the oldest points, on a trace, are far from it and
 # would make the noise look as large as the distance travelled).
 NN_ROWS = 64
+# On a trace arriving in order the last 64 points are packed closer than the
+# noise (a route: 0.125 σ apart) and the two nearest straddle x at the
+# spacing's scale: the chord reads about half the noise sd. The line through
+# the two previous points is used as well where it is within TIME_RATIO times
+# the chord's residual (`curve_free_residual`; points i.i.d. along a curve are
+# far apart in time and keep the chord).
+TIME_RATIO = 10.0
+# `arrival_order`: the ratio of the ring's mean squared step between
+# consecutive points to twice its variance is about 1 for points i.i.d. along
+# a curve (never below 0.72 in 10⁴ rounds of the cubic, Table 2, helix,
+# circle and seismic streams) and 0.02-0.2 on traces arriving in order
+# (routes, loops, the ferry); between ORDER_FULL and ORDER_NONE the order
+# weight falls linearly from 1 to 0.
+ORDER_FULL = 0.4
+ORDER_NONE = 0.7
 
 
 def normal_ppf(p: float) -> float:
@@ -117,8 +133,9 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     and the curve grew without end). In the first rounds the prequential
     residuals are the misfit, not the noise, and would price out the very
     vertices that fix it; the same statistic of each point's distance to the
-    chord of its two nearest earlier points (``hist_r``) needs no curve. σ̂²
-    is the smaller of the two.
+    chord of its two nearest earlier points (``hist_r``; on a dense trace in
+    order, to the line through the two previous ones: `curve_free_residual`)
+    needs no curve. σ̂² is the smaller of the two.
 
     Args:
       sorted_e, sorted_r: (H,) the stored rows' prequential and
@@ -132,6 +149,83 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     me = sorted_quantile(sorted_e, n, e_x, use_x, NOISE_QUANTILE)
     mr = sorted_quantile(sorted_r, n, r_x, use_x, NOISE_QUANTILE)
     return jnp.minimum(me, mr / NN_INFLATION) / q
+
+
+def arrival_order(recent, n_seen):
+    """How much the last points arrived in order along a trace: a weight in [0, 1].
+
+    The statistic is the ring's mean squared distance between consecutive
+    points over twice the variance of its points (the mean squared distance
+    between two of them): about 1 when the points arrive in random order
+    along a curve, small when each point lies near the previous one compared
+    with the ring's extent (a GPS trace, a loop driven in order). The weight
+    is 1 below `ORDER_FULL`, 0 above `ORDER_NONE`, linear between, and 0
+    before 16 points. Scale-, shift- and rotation-free.
+
+    Args:
+      recent: (NN_ROWS, d) the ring of recent points, point n in row n mod NN_ROWS.
+      n_seen: () points in the ring so far (all rows valid from NN_ROWS on).
+
+    Returns:
+      () the weight (1: in order).
+    """
+    R = recent.shape[0]
+    dt = recent.dtype
+    rows = jnp.arange(R)
+    valid = rows < n_seen
+    # row k holds the successor of row k − 1, except the oldest row of a full ring
+    # (its row − 1 holds the newest point) and row 0 of a ring not yet wrapped
+    pair = valid & jnp.where(n_seen >= R, rows != n_seen % R, rows >= 1)
+    step = _ops.coord_sum((recent - jnp.roll(recent, 1, axis=0)) ** 2)
+    m = jnp.maximum(jnp.sum(valid), 1).astype(dt)
+    mean = jnp.sum(jnp.where(valid[:, None], recent, 0.0), 0) / m
+    var = jnp.sum(jnp.where(valid, _ops.coord_sum((recent - mean) ** 2), 0.0)) / m
+    mstep = jnp.sum(jnp.where(pair, step, 0.0)) / jnp.maximum(jnp.sum(pair), 1).astype(dt)
+    ratio = mstep / jnp.maximum(2.0 * var, jnp.finfo(dt).tiny)
+    weight = jnp.clip((ORDER_NONE - ratio) / (ORDER_NONE - ORDER_FULL), 0.0, 1.0)
+    return jnp.where(n_seen >= 16, weight, 0.0).astype(dt)
+
+
+def curve_free_residual(u, recent, n_seen, ordered=True):
+    """x_t's curve-free residual: the larger of its two noise proxies where they agree.
+
+    The chord proxy (`nn_residual` among the ring of recent points) is
+    calibrated for neighbours spaced along the curve; on a dense trace
+    arriving in order (spacing ≪ σ) it measures the spacing, not the noise
+    (a route's σ̂ read 0.45-0.55 of the sd, every price ~3.7× too cheap; the
+    line zigzagged in the noise band). The time proxy is x_t's squared
+    distance to the line through the two previous points x_{t−1}, x_{t−2}
+    (1.5 σ² in expectation at spacing ≪ σ, the chord's calibration). It is
+    used (the larger of the two) only on a stream arriving in order
+    (``ordered``, from `arrival_order`), where x_t projects between them (a
+    sparse trace extrapolates that line ahead, which reads high: 1.8× at
+    spacing σ) and within `TIME_RATIO` times the chord proxy (i.i.d.
+    arrivals: the previous points are anywhere). That guard keeps most of a
+    very dense trace on the chord: the routes' statistic rises from 0.51 to
+    0.57 of the sd (`bench_slpc.py --noise`), enough, with the length unit
+    and the drift gate (`jaxstream.curves.tracking`), that every held-out
+    route's line follows the whole route (benchmarks/README.md); it is not
+    an unbiased noise estimate on such traces.
+
+    Args:
+      u: (d,) x_t (standardised).
+      recent: (NN_ROWS, d) the ring of recent points, point n in row n mod NN_ROWS.
+      n_seen: () points seen before x_t.
+      ordered: () bool, whether the stream arrives in order (False: the chord alone).
+
+    Returns:
+      () the residual (0 before two points).
+    """
+    R = recent.shape[0]
+    r_chord = nn_residual(u, recent, jnp.arange(R) < n_seen)
+    a, b = recent[(n_seen - 1) % R], recent[(n_seen - 2) % R]
+    ab, ua, ub = a - b, u - a, u - b
+    nab = jnp.sum(ab * ab)
+    safe = jnp.where(nab > 0, nab, 1.0)
+    r_time = jnp.maximum(jnp.sum(ua * ua) - jnp.sum(ua * ab) ** 2 / safe, 0.0)
+    tau = jnp.sum(ub * ab) / safe
+    use = ordered & (n_seen >= 2) & (nab > 0) & (tau >= 0.0) & (tau <= 1.0) & (r_time <= TIME_RATIO * r_chord)
+    return jnp.where(use, jnp.maximum(r_time, r_chord), r_chord)
 
 
 def nn_residual(u, P, valid):

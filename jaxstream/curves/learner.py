@@ -208,7 +208,8 @@ def _observe(state: State, u, config: Config, store: bool):
     x_col = cache.segment_table(u[None], verts, nv, row_seg)[:, 0]
     hD = state.hist_D.at[:, H].set(x_col)
     rows = jnp.arange(H + 1)
-    r_x = history.nn_residual(u, state.recent, jnp.arange(history.NN_ROWS) < state.n_seen)
+    order = history.arrival_order(state.recent, state.n_seen)
+    r_x = history.curve_free_residual(u, state.recent, state.n_seen, order >= 0.5)
     # x_t's values are used as computed, not read back from the arrays they
     # are written to: then every write is in place (XLA copies an array
     # that is read after it is written).
@@ -227,9 +228,10 @@ def _observe(state: State, u, config: Config, store: bool):
     tpar = jnp.clip(_ops.coord_sum((hx - A) * ab) / jnp.maximum(_ops.coord_sum(ab * ab), 1e-30), 0.0, 1.0)
     sigma2, cap = _ops.materialize((sigma2, loss_cap(sigma2, d, prm, config.penalty)))
     spread, prm_t = tracking.extent(hx, valid, verts, nv, prm, config.max_segments)
+    spread = tracking.length_unit(spread, verts, nv, order)
     n_tot = jnp.where(jnp.isinf(tracking.memory(state)), (state.n_seen + int(store)).astype(dt), jnp.sum(w))
     obs = Observation(u, vidx, verts, nv, hx, hD, x_col, row_seg, minima, tpar, valid, w,
-                      n_tot, sigma2, cap, spread, prm_t)
+                      n_tot, sigma2, cap, spread, prm_t, order)
     rows = history.Rows(hx, hr, state.hist_t, he, state.sorted_r, state.sorted_e)
     return obs, rows, r_u, e_u
 

@@ -18,7 +18,9 @@ line before the line learned it (residuals of a curve in R^d with noise σ²
 are σ²·χ²_{d−1}; see `learner._noise_level`). The K term is BIC's price of d
 free coordinates per vertex, σ̂²·log n each. The length term charges every
 point σ̂²·length_scale per unit of length, measured in the data's current
-spread (`tracking.extent`; so a trace that advances keeps a constant price per
+spread or, on a stream arriving in order, a third of the current line's
+length, whichever is larger (`tracking.length_unit`: the points per unit of a
+long line are what a unit of length can gain, and a trace that advances keeps a constant price per
 unit of its own extent): without it a line
 that runs several times through a noise band (a fold) lowers the loss by a
 fraction of it and wins once n is large; extending a line into data costs
@@ -69,7 +71,9 @@ class Params(NamedTuple):
       h_scale: multiplier on the segment price (noise pricing: in units of
         σ̂²·d·log n; theory: on h(f)); > 0.
       length_scale: multiplier on the length price, σ̂²·n per unit of
-        length measured in the data's current spread (noise pricing only); ≥ 0.
+        length measured in the data's current spread (on streams arriving
+        in order, max(spread, ℓ(f̂)/3): `tracking.length_unit`) (noise
+        pricing only); ≥ 0.
       eta_scale: multiplier on η_t (``penalty="theory"`` only); > 0.
       z_scale: multiplier on the Exp(1) perturbations (0: deterministic
         follow-the-penalised-leader); ≥ 0.
@@ -106,7 +110,10 @@ class Params(NamedTuple):
 # stationary loss (cubic, Table 2, helix, a circle), at the price of more
 # detours to isolated events on the seismic stream (final R² 0.9995 instead
 # of 0.9918; more curve length far from every event). κ = 400 is kept: at
-# 100 a sparse real trace (the ferry) loses 14×.
+# 100 a sparse real trace (the ferry) loses 14×. Since 2026-11-26, on streams
+# arriving in order (`history.arrival_order`), the unit is max(spread, ℓ(f̂)/3)
+# (`tracking.length_unit`) and the curve-free noise proxy also uses time
+# neighbours (`history.curve_free_residual`), at the same 0.3.
 DEFAULT_H_SCALE = 0.5
 DEFAULT_LENGTH_SCALE = 0.3
 DEFAULT_DELTA = 0.01
@@ -187,7 +194,7 @@ def theory_price(n_segments, length, z, t, p: int, d: int, params: Params) -> Ar
 
 def price(penalty: str, n_segments, length, z, sigma2, n, p: int, d: int, params: Params, spread=1.0) -> Array:
     """The price minus the perturbation of candidate lines: `noise_price` for
-    ``penalty="noise"`` (lengths in units of the data's current spread),
+    ``penalty="noise"`` (lengths in units of `spread`, `tracking.length_unit`),
     `theory_price` (with t = n) for ``"theory"``."""
     if penalty == "noise":
         return noise_price(n_segments, length / spread, z, sigma2, n, d, params)

@@ -20,10 +20,11 @@ slpc handles both without being told which:
 The automatic memory starts unlimited. Each round where x_t projects among
 the points older than the memory (at least DRIFT_SPAN of them on either
 side along the line, so that a trace advancing into new ground says
-nothing), it compares x_t's distance to the chord of its two nearest old
-points with its distance to the chord of its two nearest recent ones (and
-the noise level σ̂²): on a stationary source they are alike; on a
-drifting one the old points lie away from where the stream is now. An
+nothing) and, on a stream arriving in order, within DRIFT_FAR·σ̂² of the
+chord of its two nearest old points (farther, x_t is on new ground), it compares x_t's distance to that chord
+with its distance to the chord of its two nearest recent ones (and the noise
+level σ̂²): on a stationary source they are alike; on a drifting one the
+old points lie away from where the stream is now. An
 exponential moving average of "farther by more than DRIFT_FACTOR" above
 DRIFT_HIGH shrinks τ by MEMORY_SHRINK a round (down to MEMORY_MIN, and
 from the stream's length the first time); otherwise τ grows by one a round
@@ -52,7 +53,7 @@ from .types import Observation, State
 
 Array = jax.Array
 
-__all__ = ["extent", "remember", "memory", "row_weights", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH",
+__all__ = ["extent", "length_unit", "LINE_PER_UNIT", "DRIFT_FAR", "remember", "memory", "row_weights", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH",
            "DRIFT_FACTOR", "DRIFT_MIN_OLD", "DRIFT_SPAN", "MEMORY_SHRINK", "MEMORY_MIN"]
 
 DRIFT_EMA = 0.9
@@ -62,6 +63,8 @@ DRIFT_MIN_OLD = 20
 DRIFT_SPAN = 0.2
 MEMORY_SHRINK = 0.9
 MEMORY_MIN = 30.0
+DRIFT_FAR = 25.0
+LINE_PER_UNIT = 3.0
 
 
 def extent(hx, valid, verts, nv, prm: Params, p: int):
@@ -89,6 +92,36 @@ def extent(hx, valid, verts, nv, prm: Params, p: int):
     L = jnp.where(prm.L > 0, prm.L, jnp.maximum(0.1 * p * d * R, 2.0 * geometry.polyline_length(verts, nv)))
     spread = jnp.maximum(spread, prm.delta)
     return _ops.materialize((spread, prm._replace(R=R, L=L)))
+
+
+def length_unit(spread, verts, nv, order=1.0):
+    """The unit the length price is measured in: max(spread, order·ℓ(f̂)/LINE_PER_UNIT).
+
+    The length price stops folds: a second pass of the line through a noise
+    band gains a fraction of σ̂² on each point near it, so a unit of length
+    must cost what the points along a unit of the line can gain, σ̂²·n/ℓ(f̂)
+    at the line's mean density. On a compact curve ℓ(f̂) is a few spreads
+    and the data's spread stands in for it; a long trace (a route, a lap of
+    a loop) spreads its n points over a line many spreads long, and a price
+    per spread charged every extension of the line's end into new ground as
+    if all n points lay there (the end lagged the trace by ~√n steps).
+    Only on streams arriving in order (``order``, `history.arrival_order`):
+    points i.i.d. along a long curve (the seismic arc) are already spread
+    along it, and a cheaper length there bought folds and detours to lone
+    events.
+    LINE_PER_UNIT = 3 was chosen on seeds 100-123 of the moving families;
+    the compact benchmarks (cubic, Table 2) move by under 1 %
+    (benchmarks/README.md).
+
+    Args:
+      spread: () the objective's points' RMS distance to their mean (`extent`).
+      verts: (V, d) the line's vertices; nv: their number.
+      order: () in [0, 1], the arrival-order weight (0: the spread alone).
+
+    Returns:
+      () the unit, ≥ spread.
+    """
+    return jnp.maximum(spread, order * geometry.polyline_length(verts, nv) / LINE_PER_UNIT)
 
 
 def remember(recent, u, n_seen):
@@ -138,8 +171,11 @@ def follow_drift(state: State, obs: Observation, r_u):
     below = jnp.sum(old & ((seg < seg_x) | ((seg == seg_x) & (t < t_x))))
     above = jnp.sum(old & ((seg > seg_x) | ((seg == seg_x) & (t > t_x))))
     span = DRIFT_SPAN * n_old
-    counts = (n_old >= DRIFT_MIN_OLD) & (below > span) & (above > span)
     r_old = history.nn_residual(obs.u, obs.hx[:H], old)
+    # On a trace arriving in order, x_t far from every old point is on new ground (it projects
+    # among old points past a fold of the line too); a drifting source's old points lie a few σ away.
+    near = (r_old <= DRIFT_FAR * obs.sigma2) | (obs.order < 0.5)
+    counts = (n_old >= DRIFT_MIN_OLD) & (below > span) & (above > span) & near
     farther = (r_old > DRIFT_FACTOR * jnp.maximum(r_u, obs.sigma2)).astype(dt)
     drift = jnp.where(counts, DRIFT_EMA * state.drift + (1 - DRIFT_EMA) * farther, state.drift)
     shrunk = jnp.maximum(MEMORY_MIN, jnp.minimum(state.memory, state.n_seen.astype(dt)) * MEMORY_SHRINK)
