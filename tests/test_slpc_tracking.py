@@ -156,6 +156,34 @@ def test_arrival_order_matches_numpy_and_tells_traces_from_random_order(n):
         assert got["route"] == 0.0
 
 
+def test_arrival_order_check_grads_with_padding_and_coincident_points():
+    """Gradients of the order weight in its linear range (ratio between ORDER_FULL and
+    ORDER_NONE), on a ring not yet full (padding rows hold garbage) and on a full one with
+    coincident consecutive points (zero steps)."""
+    from jax.test_util import check_grads
+    rng = np.random.default_rng(0)
+    R = history.NN_ROWS
+    # steps of ~1 along a line, noise of sd s: ratio ≈ (1 + 4s²) / (2·(m²/12 + 2s²)) over m ring points
+    for n_seen, coincide, sd in [(40, False, 9.0), (R + 9, True, 14.5)]:
+        pos = np.cumsum(rng.uniform(0.5, 1.5, n_seen))
+        pts = np.stack([pos, np.zeros(n_seen)], 1) + rng.normal(scale=sd, size=(n_seen, 2))
+        if coincide:
+            pts[n_seen - 5] = pts[n_seen - 6]
+        recent, n = _ring(pts.astype(np.float32))
+        recent = np.asarray(recent, np.float64)
+        if n_seen < R:
+            recent[n_seen:] = 1e3  # padding must not count
+        w = float(history.arrival_order(jnp.asarray(recent, jnp.float32), n))
+        assert 0.0 < w < 1.0, w  # in the linear range: the gradient is not trivially zero
+        with jax.enable_x64(True):
+            f = lambda r: history.arrival_order(r, n)  # noqa: E731
+            check_grads(f, (jnp.asarray(recent),), order=1, modes=["fwd", "rev"], atol=1e-6, rtol=1e-5)
+            g = jax.grad(f)(jnp.asarray(recent))
+            assert np.all(np.isfinite(np.asarray(g)))
+            if n_seen < R:
+                assert np.all(np.asarray(g)[n_seen:] == 0)
+
+
 def test_arrival_order_is_zero_on_every_round_of_iid_streams():
     """Rounds of the cubic, Table 2, helix and seismic streams (i.i.d. along their curves)
     never count as arriving in order: the learner then prices length exactly as before."""

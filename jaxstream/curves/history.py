@@ -25,7 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "arrival_order", "curve_free_residual", "Slot",
+           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
@@ -55,6 +55,9 @@ TIME_RATIO = 10.0
 # weight falls linearly from 1 to 0.
 ORDER_FULL = 0.4
 ORDER_NONE = 0.7
+# The weight from which the time-neighbour noise proxy and the drift gate
+# treat the stream as a trace (the length unit uses the weight itself).
+ORDERED = 0.5
 
 
 def normal_ppf(p: float) -> float:

@@ -209,7 +209,7 @@ def _observe(state: State, u, config: Config, store: bool):
     hD = state.hist_D.at[:, H].set(x_col)
     rows = jnp.arange(H + 1)
     order = history.arrival_order(state.recent, state.n_seen)
-    r_x = history.curve_free_residual(u, state.recent, state.n_seen, order >= 0.5)
+    r_x = history.curve_free_residual(u, state.recent, state.n_seen, order >= history.ORDERED)
     # x_t's values are used as computed, not read back from the arrays they
     # are written to: then every write is in place (XLA copies an array
     # that is read after it is written).
