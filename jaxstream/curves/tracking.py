@@ -110,8 +110,8 @@ def length_unit(spread, verts, nv, order=1.0):
     along it, and a cheaper length there bought folds and detours to lone
     events.
     LINE_PER_UNIT = 3 was chosen on seeds 100-123 of the moving families;
-    the compact benchmarks (cubic, Table 2) move by under 1 %
-    (benchmarks/README.md).
+    streams in random order (cubic, Table 2, helix, seismic) have order 0
+    on every round and are learned as before (benchmarks/README.md).
 
     Args:
       spread: () the objective's points' RMS distance to their mean (`extent`).
