@@ -4,6 +4,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from . import _ops
+
 Array = jax.Array
 
 __all__ = ["eigh"]
@@ -39,12 +41,12 @@ def _eigh_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     w, v = eigh(a)
     da = 0.5 * (da + da.T)
-    m = v.T @ da @ v
+    m = _ops.matmul(_ops.matmul(v.T, da), v)
     gap = w[None, :] - w[:, None]  # gap[i, j] = w_j − w_i
     n = a.shape[-1]
     tol = 10.0 * n * jnp.finfo(w.dtype).eps * jnp.maximum(jnp.max(jnp.abs(w)), jnp.finfo(w.dtype).tiny)
     ok = jnp.abs(gap) > tol
     f = jnp.where(ok, 1.0 / jnp.where(ok, gap, 1.0), 0.0)
     dw = jnp.diagonal(m)
-    dv = v @ (f * m)
+    dv = _ops.matmul(v, f * m)
     return (w, v), (dw, dv)

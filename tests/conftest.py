@@ -14,3 +14,15 @@ if _cache:
     jax.config.update("jax_compilation_cache_dir", _cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def on_cpu():
+    """Run the test's own computations on the CPU, for tests that compare them bit for bit with
+    subprocesses started with JAX_PLATFORMS=cpu: bit equality holds between runs on one backend
+    (on an H100 a GPU reference differed from a CPU worker in the last bit)."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

@@ -175,7 +175,7 @@ def test_a_kill_at_every_write_step_of_every_save_resumes_bit_equal(setup, tmp_p
     assert positions == {0, *range(worker.CHUNK, X.shape[0], worker.CHUNK), X.shape[0]}  # every save resumed from
 
 
-def test_random_sigkills_of_a_checkpointing_process_then_resume(tmp_path):
+def test_random_sigkills_of_a_checkpointing_process_then_resume(tmp_path, on_cpu):
     """SIGKILL a worker at random moments, restart it with resume=True each time, until it finishes."""
     L = worker.learner()
     key = jax.random.key(5)

@@ -1,6 +1,8 @@
 """`jaxstream._ops`: every CPU-tuned operation against its portable reference version."""
+import chex
 import numpy as np
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import pytest
 
@@ -134,3 +136,84 @@ def test_a_whole_slpc_round_on_the_reference_path():
         ref = jax.jit(lambda s: run(s))(s0)
     for a, b in zip(jax.tree_util.tree_leaves(tuned), jax.tree_util.tree_leaves(ref)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_serial_scan_unrolled_equals_the_plain_scan():
+    """The GPU version (unrolled) against the reference, bit for bit, on the
+    accept chain it serves: -inf and NaN weights, a length not a multiple
+    of the unroll factor."""
+    from jaxstream.clustering import kernel
+
+    rng = np.random.default_rng(0)
+    n = 3 * _ops.SERIAL_UNROLL_GPU + 7
+    w = rng.normal(size=n).astype(np.float32)
+    w[[3, 40]] = -np.inf
+    w[[10, 11]] = np.nan
+    log_u = np.log(rng.uniform(size=n)).astype(np.float32)
+    for w0 in (0.0, -np.inf):
+        with np.errstate(invalid="ignore"):  # the NumPy chain: NaN ratios where both weights are -inf or w is NaN
+            cur, w_cur, ref_idx, ref_acc = -1, np.float32(w0), [], []
+            for i in range(n):
+                log_a = np.float32(w[i] - w_cur)
+                if np.isnan(log_a):
+                    log_a = 0.0 if w_cur == -np.inf else -np.inf
+                ref_acc.append(log_u[i] < log_a)
+                if ref_acc[-1]:
+                    cur, w_cur = i, w[i]
+                ref_idx.append(cur)
+        xs = (jnp.asarray(log_u), jnp.asarray(w), jnp.arange(n, dtype=jnp.int32))
+        init = (jnp.float32(w0), jnp.asarray(-1, jnp.int32))
+        unrolled = jax.jit(lambda i, x: _ops._serial_scan_gpu(kernel._accept_step, i, x))(init, xs)
+        plain = jax.jit(lambda i, x: _ops._serial_scan_reference(kernel._accept_step, i, x))(init, xs)
+        chex.assert_trees_all_equal(unrolled, plain)
+        (_, last), (idx, acc, _) = plain
+        np.testing.assert_array_equal(idx, ref_idx)
+        np.testing.assert_array_equal(acc, ref_acc)
+        assert int(last) == cur and 0 < sum(ref_acc) < n
+        chex.assert_trees_all_equal(tuple(kernel._accept_scan(*xs[:2], jnp.float32(w0))), (last, idx, acc, plain[1][2]))
+
+
+def _dot_precisions(jaxpr):
+    """Every dot_general's precision in a (closed) jaxpr, sub-jaxprs included."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            out.append(eqn.params["precision"])
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                    out += _dot_precisions(sub.jaxpr)
+                elif isinstance(sub, jax.extend.core.Jaxpr):
+                    out += _dot_precisions(sub)
+    return out
+
+
+def test_every_matrix_product_is_taken_at_full_precision():
+    """No learner leaves a float32 product to the backend's default (TF32 on
+    recent GPUs, which moved an H100's landmark embedding by 6e-4): every
+    dot_general traced by init, update, predict and their gradients carries
+    `_ops.EXACT`. Checked on the jaxprs, so on a CPU too."""
+    import jaxstream as js
+    from jaxstream import datasets
+    from jaxstream.curves import princurve
+    from jaxstream.embedding import lmds
+
+    key = jax.random.key(0)
+    xs = jnp.asarray(datasets.make_cubic_stream(40, seed=0), jnp.float32)
+    x3 = jnp.asarray(np.random.default_rng(0).normal(size=(40, 3)), jnp.float32)
+    found = {}
+    for name, L, x in (("slpc", js.slpc(max_segments=6, history_size=32), xs),
+                       ("pacbo", js.pacbo(), xs),
+                       ("landmark_mds", js.landmark_mds(8, n_components=2), x3)):
+        s0 = L.init(key, x[:20])
+        found[name + " init"] = _dot_precisions(jax.make_jaxpr(lambda a: L.init(key, a))(x[:20]).jaxpr)
+        found[name + " update"] = _dot_precisions(jax.make_jaxpr(lambda s, a: L.update(key, s, a))(s0, x[20]).jaxpr)
+        found[name + " predict"] = _dot_precisions(jax.make_jaxpr(L.predict)(s0, x[21:25]).jaxpr)
+    sq = jnp.sum((x3[:10, None] - x3[None, :10]) ** 2, -1)
+    found["lmds_fit and its gradient"] = _dot_precisions(jax.make_jaxpr(jax.grad(
+        lambda s: jnp.sum(lmds.lmds_fit(s, 2).coords ** 2)))(sq).jaxpr)
+    found["principal_curve"] = _dot_precisions(jax.make_jaxpr(lambda a: princurve.principal_curve(a))(xs).jaxpr)
+    assert sum(map(len, found.values())) > 10  # the audit sees products
+    exact = (_ops.EXACT, _ops.EXACT)
+    bad = {k: [p for p in v if p != exact] for k, v in found.items()}
+    assert not any(bad.values()), bad

@@ -51,7 +51,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_two_processes_through_jax_distributed(tmp_path):
+def test_two_processes_through_jax_distributed(tmp_path, on_cpu):
     """Two local processes (one CPU device each) joined by jax.distributed:
     each runs its share of the streams; gathered results equal one process
     running the same blocks, bit for bit."""
@@ -107,7 +107,7 @@ def _x0_and_stream(n=200, seed=0):
     return X[:8], X
 
 
-def test_chunked_resume_after_a_kill_equals_one_run(tmp_path):
+def test_chunked_resume_after_a_kill_equals_one_run(tmp_path, on_cpu):
     """Issue 11 item 2 (chunked part): kill a run mid-way, resume from its
     checkpoint, get the uninterrupted result bit for bit."""
     import numpy as np

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-from .. import _rng
+from .. import _ops, _rng
 from .._loops import fori_upto
 
 
@@ -353,20 +353,22 @@ def _weight(ld, lg):
     return jnp.where(jnp.isneginf(ld), -jnp.inf, ld - lg)
 
 
+def _accept_step(carry, inp):
+    """One independence-MH step over precomputed weights: carry (w_cur, index held), input (log u, w_prop, i)."""
+    w_cur, cur = carry
+    lu, wp, i = inp
+    log_a = wp - w_cur
+    log_a = jnp.where(jnp.isnan(log_a), jnp.where(jnp.isneginf(w_cur), 0.0, -jnp.inf), log_a)
+    acc = lu < log_a
+    cur = jnp.where(acc, i, cur)
+    return (jnp.where(acc, wp, w_cur), cur), (cur, acc, jnp.exp(jnp.minimum(log_a, 0.0)))
+
+
 def _accept_scan(log_u: Array, w_prop: Array, w0):
     """The MH chain over precomputed weights: returns (index of the final state or −1, per-step info)."""
-    def body(carry, inp):
-        w_cur, cur = carry
-        lu, wp, i = inp
-        log_a = wp - w_cur
-        log_a = jnp.where(jnp.isnan(log_a), jnp.where(jnp.isneginf(w_cur), 0.0, -jnp.inf), log_a)
-        acc = lu < log_a
-        cur = jnp.where(acc, i, cur)
-        return (jnp.where(acc, wp, w_cur), cur), (cur, acc, jnp.exp(jnp.minimum(log_a, 0.0)))
-
     n = log_u.shape[0]
-    (_, last), (idx, acc, prob) = lax.scan(body, (w0, jnp.asarray(-1, jnp.int32)),
-                                           (log_u, w_prop, jnp.arange(n, dtype=jnp.int32)))
+    (_, last), (idx, acc, prob) = _ops.serial_scan(_accept_step, (w0, jnp.asarray(-1, jnp.int32)),
+                                                   (log_u, w_prop, jnp.arange(n, dtype=jnp.int32)))
     return last, idx, acc, prob
 
 
@@ -398,7 +400,7 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
     if not path_mean:
         return final, info
     wts, w0 = _path_weights(state, k, acc, final.n_clusters)
-    return final, info, _weighted_mean(wts, w0, jnp.einsum("n,npd->pd", wts, c), state.centers)
+    return final, info, _weighted_mean(wts, w0, _ops.einsum("n,npd->pd", wts, c), state.centers)
 
 
 def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: ProposalFamily, n_steps: int,
@@ -449,7 +451,7 @@ def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: Propos
         c_pick, c_sum = carry
         c, _, _ = _block(b, 0, means, scales, r, k, f, k_noise, blk)
         c_pick = lax.dynamic_update_slice_in_dim(c_pick, c[pick], b * blk, axis=0)
-        c_sum = lax.dynamic_update_slice_in_dim(c_sum, jnp.einsum("n,nbd->bd", wts, c), b * blk, axis=0)
+        c_sum = lax.dynamic_update_slice_in_dim(c_sum, _ops.einsum("n,nbd->bd", wts, c), b * blk, axis=0)
         return c_pick, c_sum
 
     zeros = jnp.zeros((nb * blk, d), dtype)

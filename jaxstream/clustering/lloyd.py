@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import _ops
 from .._loops import fori_upto
 
 Array = jax.Array
@@ -137,7 +138,7 @@ def _centroids(points: Array, pm: Array, a: Array, c: Array, cm: Array) -> Array
     # One-hot sums rather than segment_sum: a scatter is slow under vmap on CPU.
     w = ((a[None, :] == jnp.arange(p)[:, None]) & pm[None, :]).astype(points.dtype)
     counts = jnp.sum(w, axis=1)
-    sums = jnp.einsum("pn,nd->pd", w, points, precision=lax.Precision.HIGHEST)
+    sums = _ops.einsum("pn,nd->pd", w, points)
     move = cm & (counts > 0)
     return jnp.where(move[:, None], sums / jnp.maximum(counts, 1.0)[:, None], c)
 
@@ -170,7 +171,7 @@ def _centroids_blocked(points: Array, pm: Array, a: Array, c: Array, k):
         slots = b * blk + jnp.arange(blk, dtype=jnp.int32)
         w = ((a[None, :] == slots[:, None]) & pm[None, :]).astype(points.dtype)     # (blk, n)
         cnt = jnp.sum(w, axis=1)
-        sums = jnp.einsum("bn,nd->bd", w, points, precision=lax.Precision.HIGHEST)
+        sums = _ops.einsum("bn,nd->bd", w, points)
         cb = lax.dynamic_slice_in_dim(cp, b * blk, blk)
         move = (slots < k) & (cnt > 0)
         new = jnp.where(move[:, None], sums / jnp.maximum(cnt, 1.0)[:, None], cb)

@@ -130,6 +130,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import _ops
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
 from . import kernel as K
@@ -457,7 +458,7 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     best = jnp.max(counts_k)
     k_new = jnp.min(jnp.where(counts_k == best, finals.n_clusters, p + 1))
     sel = (finals.n_clusters == k_new).astype(x.dtype)
-    centers_new = jnp.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
+    centers_new = _ops.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
     # One point so far (or all points equal): no spread to measure, so no λ;
     # the partition is that point (the limit of the quasi-posterior as λ grows).
     trivial = (effective_count(st, history_policy)[0] <= 1) | (st.radius <= 0)

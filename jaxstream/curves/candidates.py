@@ -241,7 +241,7 @@ def make_candidates(win: Window, obs: Observation, delta, W: int) -> Candidates:
     att = ((seg[None] == widx[:, None] - 1) & (tpar[None] >= 0.5)) | ((seg[None] == widx[:, None]) & (tpar[None] < 0.5))
     att = att & valid[None]
     natt = jnp.sum(att, 1)
-    mu = (att.astype(hx.dtype) @ hx) / jnp.maximum(natt, 1)[:, None]
+    mu = _ops.matmul(att.astype(hx.dtype), hx) / jnp.maximum(natt, 1)[:, None]
     mu = jnp.where(natt[:, None] > 0, mu, cur)
     snap = lambda v: jnp.round(v / delta).astype(jnp.int32)  # noqa: E731
     opts = jnp.stack([cur_i, toward(cur_i, mu, delta, win.steps), snap(mu), toward(cur_i, u, delta, win.steps)], 1)

@@ -67,13 +67,13 @@ def _standardise(x_init):
 
 def _pca_segment(u):
     mean = u.mean(0)
-    cov = (u - mean).T @ (u - mean)
+    cov = _ops.matmul((u - mean).T, u - mean)
     _, vecs = jnp.linalg.eigh(cov)
     axis = vecs[:, -1]
     # eigh's sign is arbitrary (it can flip under a shift's rounding); orient
     # the axis so that the first point lies on the start side: equivariant.
-    axis = jnp.where((u[0] - mean) @ axis > 0, -axis, axis)
-    proj = (u - mean) @ axis
+    axis = jnp.where(_ops.matmul(u[0] - mean, axis) > 0, -axis, axis)
+    proj = _ops.matmul(u - mean, axis)
     return jnp.stack([mean + proj.min() * axis, mean + proj.max() * axis])
 
 

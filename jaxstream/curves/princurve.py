@@ -73,6 +73,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import _ops
 from .._checks import check_capacity, check_points, is_concrete
 from ..geometry import polyline_sq_dist, segment_mask, segment_sq_dist
 
@@ -254,7 +255,7 @@ def bspline_penalty(knots: Array) -> Array:
       linear functions).
     """
     root = bspline_penalty_root(knots)
-    return root.T @ root
+    return _ops.matmul(root.T, root)
 
 
 # --------------------------------------------------------------------------
@@ -305,7 +306,7 @@ def _tril_inverse(low):
 
     def row(i, x):
         # rows >= i of x are still zero, so the full product is L[i, :i] X[:i]
-        xi = (eye[i] - low[i] @ x) / low[i, i]
+        xi = (eye[i] - _ops.matmul(low[i], x)) / low[i, i]
         return x.at[i].set(xi)
 
     return lax.fori_loop(0, n, row, jnp.zeros_like(low))
@@ -314,7 +315,7 @@ def _tril_inverse(low):
 def _rough_eigenvalues(gram, pen, c):
     """Eigenvalues μ in [0, 1] of L⁻¹GL⁻ᵀ, L = chol(G + cΩ) (M × M work only)."""
     linv = _tril_inverse(jnp.linalg.cholesky(gram + c * pen))
-    m = linv @ gram @ linv.T
+    m = _ops.matmul(_ops.matmul(linv, gram), linv.T)
     return jnp.clip(jnp.linalg.eigvalsh(0.5 * (m + m.T)), 0.0, 1.0)
 
 
@@ -337,16 +338,16 @@ def _demmler_reinsch(basis, root, c):
     eye = jnp.eye(z.shape[1], dtype=z.dtype)
 
     def orthogonalise(_, p):
-        zp = z @ p
-        g = zp.T @ zp
+        zp = _ops.matmul(z, p)
+        g = _ops.matmul(zp.T, zp)
         # A relative jitter at rounding level keeps the first factor finite
         # when G + cΩ is numerically singular; the second pass removes it.
         g = g + (jnp.finfo(g.dtype).eps * jnp.trace(g) / g.shape[0]) * eye
-        return p @ _tril_inverse(jnp.linalg.cholesky(g)).T
+        return _ops.matmul(p, _tril_inverse(jnp.linalg.cholesky(g)).T)
 
-    q1 = basis @ lax.fori_loop(0, 2, orthogonalise, eye)
-    mu, vec = jnp.linalg.eigh(q1.T @ q1)
-    return q1 @ vec, jnp.clip(mu, 0.0, 1.0)
+    q1 = _ops.matmul(basis, lax.fori_loop(0, 2, orthogonalise, eye))
+    mu, vec = jnp.linalg.eigh(_ops.matmul(q1.T, q1))
+    return _ops.matmul(q1, vec), jnp.clip(mu, 0.0, 1.0)
 
 
 def _solve_rho(mu, df):
@@ -372,8 +373,8 @@ def _smooth_spline(x, y, mask, df, n_knots):
     knots = _quantile_knots(u, mask, n_knots)
     basis = bspline_design(u, knots) * w[:, None]
     root = bspline_penalty_root(knots)
-    gram = basis.T @ basis
-    pen = root.T @ root
+    gram = _ops.matmul(basis.T, basis)
+    pen = _ops.matmul(root.T, root)
     # R's scaling of the penalty (smooth.spline's ratio r) gives a first,
     # rough solve (M × M work); the accurate decomposition is then centred on
     # its solution, so that the μ that decide the trace sit near 1/2.
@@ -382,7 +383,7 @@ def _smooth_spline(x, y, mask, df, n_knots):
     qv, mu = _demmler_reinsch(basis, root, c1)
     rho = jnp.exp(_solve_rho(mu, df))
     y0 = jnp.where(mask[:, None], y, 0.0)  # no 0·NaN from padding
-    fitted = qv @ ((qv.T @ y0) / (mu + rho * (1.0 - mu))[:, None])
+    fitted = _ops.matmul(qv, _ops.matmul(qv.T, y0) / (mu + rho * (1.0 - mu))[:, None])
     fitted = jnp.where(mask[:, None], fitted, 0.0)
     return SplineFit(fitted, _trace(mu, rho), c1 * rho, knots, jnp.stack([lo, hi]))
 
@@ -474,10 +475,10 @@ def _nearest_segment(x, verts, m):
     a, b = verts[:-1], verts[1:]
     ab = b - a
     den = jnp.sum(ab * ab, axis=-1)
-    num = x @ ab.T - jnp.sum(a * ab, axis=-1)
+    num = _ops.matmul(x, ab.T) - jnp.sum(a * ab, axis=-1)
     t = jnp.clip(num / jnp.where(den > 0, den, 1.0), 0.0, 1.0)
     t = jnp.where(den > 0, t, 0.0)
-    pa2 = jnp.sum(x * x, axis=-1)[:, None] - 2.0 * (x @ a.T) + jnp.sum(a * a, axis=-1)
+    pa2 = jnp.sum(x * x, axis=-1)[:, None] - 2.0 * _ops.matmul(x, a.T) + jnp.sum(a * a, axis=-1)
     d2 = pa2 - t * (2.0 * num - t * den)
     d2 = jnp.where(segment_mask(m, verts.shape[0]), d2, jnp.inf)
     return jnp.argmin(d2, axis=-1)
@@ -510,11 +511,11 @@ def _principal_curve(x, mask, df, max_iter, thresh, stretch, n_knots):
     # Work on centred data (the fit is translation-equivariant), which also
     # keeps the expanded distances of `_nearest_segment` accurate.
     xc = (x - xbar) * w[:, None]
-    evals, evecs = jnp.linalg.eigh(xc.T @ xc)
+    evals, evecs = jnp.linalg.eigh(_ops.matmul(xc.T, xc))
     v1 = evecs[:, -1]
     # Fix the sign (R's svd sign is arbitrary too) so that fits are reproducible.
     v1 = v1 * jnp.where(v1[jnp.argmax(jnp.abs(v1))] < 0, -1.0, 1.0)
-    lam0 = xc @ v1
+    lam0 = _ops.matmul(xc, v1)
     s0 = jnp.where(mask[:, None], lam0[:, None] * v1, 0.0)
     sq0 = jnp.where(mask, jnp.sum((xc - s0) ** 2, axis=-1), 0.0)
     start = dict(lam=lam0, sqdist=sq0, dist=jnp.sum(sq0), projections=s0,

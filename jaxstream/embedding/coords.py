@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .. import _ops
 from .._ops import first_argmin
 from .distances import _Dist
 from .lmds import lmds_fit
@@ -94,14 +95,14 @@ def procrustes(new: Embedding, ref: Embedding) -> Embedding:
     w = has.astype(new.coords.dtype)
     n = jnp.sum(w)
     safe_n = jnp.maximum(n, 1.0)
-    cY = (w @ new.coords) / safe_n
-    cP = (w @ P) / safe_n
-    M = ((new.coords - cY) * w[:, None]).T @ (P - cP)
+    cY = _ops.matmul(w, new.coords) / safe_n
+    cP = _ops.matmul(w, P) / safe_n
+    M = _ops.matmul(((new.coords - cY) * w[:, None]).T, P - cP)
     U, _, Vt = jnp.linalg.svd(M)
-    R = jnp.where(n >= k + 1, U @ Vt, jnp.eye(k, dtype=M.dtype))
-    shift = jnp.where(n >= 1, cP - cY @ R, jnp.zeros_like(cP))
-    coords = jnp.where(new.mask[:, None], new.coords @ R + shift, 0.0)
-    return new._replace(coords=coords, weights=new.weights @ R, offset=new.offset @ R + shift)
+    R = jnp.where(n >= k + 1, _ops.matmul(U, Vt), jnp.eye(k, dtype=M.dtype))
+    shift = jnp.where(n >= 1, cP - _ops.matmul(cY, R), jnp.zeros_like(cP))
+    coords = jnp.where(new.mask[:, None], _ops.matmul(new.coords, R) + shift, 0.0)
+    return new._replace(coords=coords, weights=_ops.matmul(new.weights, R), offset=_ops.matmul(new.offset, R) + shift)
 
 
 def embed_points(state: State, emb: Embedding, x, config: Config) -> Array:
@@ -109,5 +110,5 @@ def embed_points(state: State, emb: Embedding, x, config: Config) -> Array:
     single = x.ndim == 1
     X = x[None] if single else x
     sq = config.dist.sqdist(state.params, X, state.points[emb.slots])
-    y = jnp.where(emb.mask, sq, 0.0) @ emb.weights + emb.offset
+    y = _ops.matmul(jnp.where(emb.mask, sq, 0.0), emb.weights) + emb.offset
     return y[0] if single else y

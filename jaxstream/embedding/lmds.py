@@ -8,6 +8,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from .. import _ops
 from .._checks import check_points
 from .._linalg import eigh as _safe_eigh
 from ..geometry import safe_sqrt
@@ -101,7 +102,7 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
         w = jnp.where(mask, weights, 0.0)
         w = w * (jnp.sum(mask) / jnp.maximum(jnp.sum(w), jnp.finfo(sq.dtype).tiny))
     cnt = jnp.maximum(jnp.sum(w), 1.0)
-    delta_mu = (sq @ w) / cnt
+    delta_mu = _ops.matmul(sq, w) / cnt
     total = jnp.sum(delta_mu * w) / cnt
     B = -0.5 * (sq - delta_mu[:, None] - delta_mu[None, :] + total)
     B = jnp.where(mm, B, 0.0)
@@ -125,7 +126,7 @@ def lmds_fit(sq_dist, n_components: int, mask=None, rtol: Optional[float] = None
         coords = jnp.where(pos, V * inv_root_w[:, None] * root, 0.0)
         pinv_t = jnp.where(pos, V * root_w[:, None] / root, 0.0)
     weights = -0.5 * pinv_t
-    offset = 0.5 * (delta_mu @ pinv_t)
+    offset = 0.5 * _ops.matmul(delta_mu, pinv_t)
     return LMDSModel(coords, weights, offset, lam, n_pos, mask)
 
 
@@ -141,7 +142,7 @@ def lmds_transform(model: LMDSModel, sq_dist_x) -> Array:
       (..., k) coordinates.
     """
     delta = jnp.where(model.mask, jnp.asarray(sq_dist_x), 0.0)
-    return delta @ model.weights + model.offset
+    return _ops.matmul(delta, model.weights) + model.offset
 
 
 def check_eigen(n_positive, n_components: int) -> None:
