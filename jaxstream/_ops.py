@@ -5,7 +5,8 @@ compiler handles unevenly; every operation has a portable *reference*
 version (plain `jax.numpy`, what any backend should compile well) and, where
 it pays on a measured backend, a tuned version chosen at lowering time with
 `jax.lax.platform_dependent` (the choice follows the device the code is
-compiled for, not the host's default backend). ``tests/test_ops.py`` checks
+compiled for, not the host's default backend; `serial_scan` is the one
+exception, see there). ``tests/test_ops.py`` checks
 every tuned version against its reference (bit for bit, or within the
 tolerance stated on the operation).
 
@@ -359,19 +360,23 @@ def serial_scan(body: Callable, init, xs):
     """``lax.scan(body, init, xs)`` for a long chain of cheap steps (each a few scalar operations).
 
     On a GPU each loop iteration costs a few microseconds of control flow,
-    far more than such a step's arithmetic, so the loop is unrolled
-    (`SERIAL_UNROLL_GPU` steps an iteration); elsewhere it is the plain scan.
+    far more than such a step's arithmetic, so where the default backend is
+    a GPU the loop is unrolled (`SERIAL_UNROLL_GPU` steps an iteration);
+    elsewhere it is the plain scan.
     The same steps in the same order either way (bit for bit on a CPU, where
     `tests/test_ops.py` runs both).
 
     Returns:
       ``(final_carry, stacked_outputs)`` as `lax.scan`.
     """
-    if getattr(_state, "reference", False):
+    # Chosen by the default backend at trace time, not by `lax.platform_dependent` as the other
+    # operations: wrapped in it, the plain scan made a whole PACBO round 8-11 % slower on XLA:CPU
+    # (ab_speed.py, twice), although the compiled program has no conditional. A program traced
+    # with a GPU as the default backend but compiled for a CPU gets the unrolled scan (slower there,
+    # the same results).
+    if getattr(_state, "reference", False) or jax.default_backend() not in ("gpu", "cuda", "rocm"):
         return _serial_scan_reference(body, init, xs)
-    return lax.platform_dependent(init, xs, cuda=lambda i, x: _serial_scan_gpu(body, i, x),
-                                  rocm=lambda i, x: _serial_scan_gpu(body, i, x),
-                                  default=lambda i, x: _serial_scan_reference(body, i, x))
+    return _serial_scan_gpu(body, init, xs)
 
 
 # ---------------------------------------------------------------------------
