@@ -384,8 +384,9 @@ def serial_scan(body: Callable, init, xs):
 
 # JAX's default float32 matmul on recent NVIDIA GPUs (and TPUs) rounds the
 # operands to TensorFloat32 (10-bit mantissa). On an H100 that moved a
-# landmark embedding by 6e-4, left an exact MDS with stress 2e-4 instead of
-# 1e-7 and made the batch principal curve's Cholesky return NaN. The
+# landmark embedding by 6e-4, left an exact MDS with stress 2e-4 (under 1e-5
+# on a CPU) and made the batch principal curve's loss NaN (reproduced on a
+# CPU by rounding the operands to 10 bits). The
 # learners' products are small; they are all taken at full precision, on
 # every backend and whatever the user's `jax_default_matmul_precision`.
 EXACT = lax.Precision.HIGHEST
