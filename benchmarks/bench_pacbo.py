@@ -36,7 +36,9 @@ Issue 25 / 22 modes (each prints its figures and exits):
      oracle; the defaults, the one-draw predictor (estimate="last"), preset="paper",
      the code before issue 25 (--old-src DIR) and scikit-learn's Birch at the
      threshold with the most k̂_T = k (then the lowest loss), chosen on the first
-     --birch-streams streams themselves (Birch is imported lazily).
+     --birch-streams streams themselves (Birch is imported lazily); under each row, where its
+     loss above the oracle goes: by a point's position in its group (1st, 2nd, 3rd-5th, 6th+; a
+     group's 2nd point pays when its centre opens late) and in rounds 2-20.
   --drift: four groups moving +20 in x over 400 points, reservoir vs window
      (--windows 64 128), against each group's last-10-points oracle; the same on
      still groups.
@@ -560,6 +562,31 @@ def summarize(name, k_hat, loss, k_t, oracle):
             f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
 
 
+POSITIONS = ((0, 1, "1st"), (1, 2, "2nd"), (2, 5, "3rd-5th"), (5, None, "6th+"))
+
+
+def position_in_group(labels):
+    """(S, T) index of each point among its group's points so far (0: the group's first point)."""
+    out = np.zeros(labels.shape, int)
+    for s, lab in enumerate(labels):
+        seen = {}
+        for t, g in enumerate(lab.tolist()):
+            out[s, t] = seen.get(g, 0)
+            seen[g] = out[s, t] + 1
+    return out
+
+
+def excess_line(loss, oracle_rounds, pos, early=20):
+    """Where the loss above the running-mean oracle goes: mean per stream over the points at each
+    position in their group (`POSITIONS`), and over rounds 2..`early`. loss (K, S, T) with round 1 unused;
+    oracle_rounds (S, T − 1): the oracle's rounds 2..T; pos: `position_in_group`."""
+    ex = loss[:, :, 1:].mean(0) - oracle_rounds                              # (S, T − 1)
+    p = pos[:, 1:]
+    cells = [f"{name} {ex[(p >= lo) & (p < (hi or 10 ** 9))].sum() / len(ex):+.0f}" for lo, hi, name in POSITIONS]
+    return (f"    excess over the oracle by a point's position in its group: {', '.join(cells)}; "
+            f"rounds 2-{early}: {ex[:, :early - 1].sum() / len(ex):+.0f}")
+
+
 def _params(learner, **kw):
     return learner.params._replace(**{k: jnp.asarray(v, learner.params.radius.dtype) for k, v in kw.items()})
 
@@ -586,7 +613,9 @@ def families(args):
     out = {}
     for name in args.families:
         xs, lab, k_t = family_data(name, seeds)
-        orc = np.array([running_mean_oracle(x, l).sum() for x, l in zip(xs, lab)])
+        orc_rounds = np.stack([running_mean_oracle(x, l) for x, l in zip(xs, lab)])
+        orc = orc_rounds.sum(1)
+        pos = position_in_group(lab)
         sep = "well separated" if FAMILIES[name][1] else "NOT well separated"
         print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
               f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
@@ -602,6 +631,7 @@ def families(args):
         for label, kk, ll in rows:
             line, res = summarize(label, kk, ll, k_t, orc)
             print(line)
+            print(excess_line(ll, orc_rounds, pos))
             out[(name, label)] = res
         if not args.no_birch:
             try:
