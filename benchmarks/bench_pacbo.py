@@ -38,7 +38,8 @@ Issue 25 / 22 modes (each prints its figures and exits):
      threshold with the most k̂_T = k (then the lowest loss), chosen on the first
      --birch-streams streams themselves (Birch is imported lazily); under each row, where its
      loss above the oracle goes: by a point's position in its group (1st, 2nd, 3rd-5th, 6th+; a
-     group's 2nd point pays when its centre opens late) and in rounds 2-20.
+     group's 2nd point pays when its centre opens late) and in rounds 2-20, and the runs whose loss
+     is above twice their stream's oracle (seed, key, k̂ along the stream).
   --drift: four groups moving +20 in x over 400 points, reservoir vs window
      (--windows 64 128), against each group's last-10-points oracle; the same on
      still groups.
@@ -587,6 +588,16 @@ def excess_line(loss, oracle_rounds, pos, early=20):
             f"rounds 2-{early}: {ex[:, :early - 1].sum() / len(ex):+.0f}")
 
 
+def worst_runs(k_hat, loss, k_t, oracle, seeds, factor=2.0):
+    """The (stream, key) runs whose loss is above `factor` × their stream's oracle: seed, key, ratio,
+    k̂ at rounds 20, 100 and T against k. k_hat, loss (K, S, T); k_t (S, T); oracle (S,)."""
+    r = loss[:, :, 1:].sum(-1) / oracle[None]
+    bad = np.argwhere(r > factor)
+    cells = [f"seed {seeds[s]} key {k}: {r[k, s]:.1f}×, k̂ at t=20/100/T {k_hat[k, s, 20]}/{k_hat[k, s, 100]}/"
+             f"{k_hat[k, s, -1]} (k {k_t[s, -1]})" for k, s in bad[np.argsort(-r[tuple(bad.T)])]]
+    return f"    runs above {factor:g}× their oracle: {len(cells)}" + ("; " + "; ".join(cells) if cells else "")
+
+
 def _params(learner, **kw):
     return learner.params._replace(**{k: jnp.asarray(v, learner.params.radius.dtype) for k, v in kw.items()})
 
@@ -632,6 +643,7 @@ def families(args):
             line, res = summarize(label, kk, ll, k_t, orc)
             print(line)
             print(excess_line(ll, orc_rounds, pos))
+            print(worst_runs(kk, ll, k_t, orc, seeds))
             out[(name, label)] = res
         if not args.no_birch:
             try:
