@@ -134,17 +134,43 @@ def np_lloyd(X, C, k, iters):
     return C
 
 
-def np_rows(X, C, k, ids, next_id, iters):
-    """Rows k-1, k, k+1 as documented: Lloyd from C; + farthest point; − cheapest centre."""
+def np_greedy_point(hist, pm, mid, k, n_candidates=32):
+    """The candidate row (every ceil(H / min(32, H))-th stored row) whose addition to the k centres
+    lowers the loss most, first in order on ties."""
+    H = len(hist)
+    stride = -(-H // min(n_candidates, H))
+    d2 = np.array([np_loss(x, mid, k) for x in hist])
+    best, arg = -np.inf, None
+    for q in range(0, H, stride):
+        if not pm[q]:
+            continue
+        gain = sum(max(d2[h] - np.sum((hist[h] - hist[q]) ** 2), 0.0) for h in range(H) if pm[h])
+        if gain > best:
+            best, arg = gain, q
+    return hist[arg]
+
+
+def np_rows(X, C, k, ids, next_id, iters, hist=None, pm=None):
+    """Rows k-1, k, k+1 as documented: Lloyd from C; + farthest point or + greedy point (the lower
+    loss); − cheapest centre. Also returns the farthest-point start of row k+1 (its within_ss and
+    max_within are the row's). hist/pm: the padded history the greedy candidates come from."""
     p, d = C.shape
+    hist = X if hist is None else hist
+    pm = np.ones(len(hist), bool) if pm is None else pm
     mid = np.zeros_like(C)
     mid[:k] = np_lloyd(X, C[:k], k, iters)
     up = mid.copy()
     up_ids = ids.copy()
+    up_far = up.copy()
     if k < p:
-        up[k] = X[int(np.argmax([np_loss(x, mid, k) for x in X]))]
         up_ids[k] = next_id
-        up[:k + 1] = np_lloyd(X, up[:k + 1], k + 1, iters)
+        up_far[k] = X[int(np.argmax([np_loss(x, mid, k) for x in X]))]
+        up_far[:k + 1] = np_lloyd(X, up_far[:k + 1], k + 1, iters)
+        up_greedy = mid.copy()
+        up_greedy[k] = np_greedy_point(hist, pm, mid, k)
+        up_greedy[:k + 1] = np_lloyd(X, up_greedy[:k + 1], k + 1, iters)
+        w = [sum(np_loss(x, c, k + 1) for x in X) for c in (up_far, up_greedy)]
+        up = up_greedy if w[1] < w[0] * (1 - 1e-6) else up_far
     dn = np.zeros_like(C)
     dn_ids = np.full(p, -1)
     if k > 1:
@@ -158,7 +184,7 @@ def np_rows(X, C, k, ids, next_id, iters):
         keep = [c for c in range(k) if c != j]
         dn[:k - 1] = np_lloyd(X, mid[keep], k - 1, iters)
         dn_ids[:k - 1] = ids[keep]
-    return dn, dn_ids, mid, up, up_ids
+    return dn, dn_ids, mid, up, up_ids, up_far
 
 
 # ----------------------------------------------------------------------------
@@ -222,7 +248,7 @@ def test_proposal_rows_match_numpy(k):
     ids[:k] = np.arange(10, 10 + k)
     rows = jax.jit(L.proposal_rows, static_argnums=6)(jnp.asarray(hist), jnp.asarray(pm), jnp.asarray(C), k,
                                                        jnp.asarray(ids), 99, 3)
-    dn, dn_ids, mid, up, up_ids = np_rows(X, C, k, ids, 99, 3)
+    dn, dn_ids, mid, up, up_ids, up_far = np_rows(X, C, k, ids, 99, 3, hist, pm)
     np.testing.assert_array_equal(np.asarray(rows.n_clusters), [max(k - 1, 1), k, min(k + 1, CAP)])
     np.testing.assert_array_equal(np.asarray(rows.valid), [k > 1, True, k < CAP])
     np.testing.assert_allclose(np.asarray(rows.centers[1]), mid, rtol=1e-5, atol=1e-6)
@@ -238,9 +264,10 @@ def test_proposal_rows_match_numpy(k):
         if bool(rows.valid[r]):
             a = np_assign(X, np.asarray(rows.centers[r]), kk)
             np.testing.assert_array_equal(np.asarray(rows.counts[r])[:kk], np.bincount(a, minlength=kk))
-            assert float(rows.within_ss[r]) == pytest.approx(
-                sum(np_loss(x, np.asarray(rows.centers[r]), kk) for x in X), rel=1e-6)
-            w_j = np.bincount(a, [np_loss(x, np.asarray(rows.centers[r]), kk) for x in X], minlength=kk)
+            cr = up_far if r == 2 else np.asarray(rows.centers[r])  # row k+1's price: its farthest start
+            a = np_assign(X, cr, kk)
+            assert float(rows.within_ss[r]) == pytest.approx(sum(np_loss(x, cr, kk) for x in X), rel=1e-5)
+            w_j = np.bincount(a, [np_loss(x, cr, kk) for x in X], minlength=kk)
             assert float(rows.max_within[r]) == pytest.approx(w_j.max(), rel=1e-5)
 
 
@@ -911,3 +938,27 @@ def test_defaults_identify_four_groups():
         ks.append(np.asarray(st.n_clusters))
     assert np.sum(ks[0] == 4) >= 15, ks[0]
     assert np.sum(ks[1] == 4) < 15 and ks[1].mean() > 4.5, ks[1]
+
+
+def test_k_plus_one_row_splits_a_cluster_of_groups_an_outlying_handful_does_not_hold():
+    """k̂ = 1 on two groups of 40 and a far pair: the farthest point is in the pair, and its start
+    only isolates the pair (the stuck k̂ = 1 of a held-out six-group stream); the greedy start splits
+    the two groups, has the lower loss and is the row proposed. The price's W_max stays the
+    farthest start's."""
+    rng = np.random.default_rng(3)
+    X = np.concatenate([rng.normal([0.0, 0.0], 0.5, (40, 2)), rng.normal([8.0, 0.0], 0.5, (40, 2)),
+                        rng.normal([4.0, 9.0], 0.5, (2, 2))])
+    X = X[rng.permutation(len(X))]
+    C = np.zeros((5, 2))
+    C[0] = X.mean(0)
+    rows = L.proposal_rows(jnp.asarray(X), jnp.ones(len(X), bool), jnp.asarray(C), 1, jnp.arange(5), 7, 5)
+    up = np.asarray(rows.centers[2])
+    w_up = sum(np_loss(x, up, 2) for x in X)
+    far = np.zeros((5, 2))
+    far[0] = X.mean(0)
+    far[1] = X[int(np.argmax([np.sum((x - far[0]) ** 2) for x in X]))]
+    far[:2] = np_lloyd(X, far[:2], 2, 5)
+    w_far = sum(np_loss(x, far, 2) for x in X)
+    assert w_up < 0.3 * w_far
+    assert float(rows.within_ss[2]) == pytest.approx(w_far, rel=1e-5)
+    assert sorted(np.round(up[:2, 0]).tolist())[0] == pytest.approx(0.0, abs=1.0)  # one centre on the left group

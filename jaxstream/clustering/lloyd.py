@@ -22,8 +22,9 @@ from .._loops import fori_upto
 Array = jax.Array
 CENTER_BLOCK = 8
 
-__all__ = ["CENTER_BLOCK", "sq_distances", "center_mask", "nearest_center", "nearest_center_blocked",
-           "kmeans", "add_farthest_center", "remove_cheapest_center", "ProposalRows", "proposal_rows"]
+__all__ = ["CENTER_BLOCK", "GREEDY_CANDIDATES", "sq_distances", "center_mask", "nearest_center",
+           "nearest_center_blocked", "kmeans", "add_farthest_center", "add_greedy_center", "remove_cheapest_center",
+           "ProposalRows", "proposal_rows"]
 
 
 def _sq_dist_pn(points: Array, centers: Array) -> Array:
@@ -196,6 +197,40 @@ def add_farthest_center(points: Array, point_mask: Array, centers: Array, n_clus
     return jnp.where(n_clusters < p, new, centers)
 
 
+GREEDY_CANDIDATES = 32  # stored points tried as the seed of the k̂ + 1 row's second start
+
+
+def add_greedy_center(points: Array, point_mask: Array, centers: Array, n_clusters, sq_dist: Array,
+                      n_candidates: int = GREEDY_CANDIDATES) -> Array:
+    """Put a new centre in slot `n_clusters` at the candidate point that lowers the k-means loss most.
+
+    The greedy variant of k-means++ seeding, deterministic: the candidates are
+    every ⌈n/n_candidates⌉-th stored row, and each is scored by the loss the
+    active centres plus it would have (one assignment step). Unlike the farthest
+    point, which an outlying handful of points attracts, it splits a cluster
+    that holds several groups. Returns `centers` unchanged when all slots are used.
+
+    Args:
+      points: (n, d); point_mask: (n,) bool (at least one valid).
+      centers: (p, d); n_clusters: () k.
+      sq_dist: (n,) squared distance of each point to its nearest active centre.
+      n_candidates: number of candidate rows (static).
+
+    Returns:
+      (p, d) centres.
+    """
+    n = points.shape[0]
+    p = centers.shape[0]
+    stride = -(-n // min(n_candidates, n))
+    cand = points[::stride]                                               # (C, d)
+    ok = point_mask[::stride]
+    d2 = jnp.sum((cand[:, None, :] - points[None, :, :]) ** 2, axis=-1)   # (C, n)
+    gain = jnp.sum(jnp.where(point_mask[None], jnp.maximum(sq_dist[None] - d2, 0.0), 0.0), axis=1)
+    _, i = _min_argmin0(-jnp.where(ok, gain, -jnp.inf))
+    new = centers.at[jnp.minimum(n_clusters, p - 1)].set(cand[i])
+    return jnp.where(n_clusters < p, new, centers)
+
+
 def _removal_cost(points_t: Array, point_mask: Array, centers: Array, k) -> Array:
     """(p,) increase of the k-means loss if each active centre were removed (inf if inactive).
 
@@ -275,9 +310,10 @@ class ProposalRows(NamedTuple):
       counts: (3, p) number of stored points nearest to each centre.
       ids: (3, p) int32 stable labels of each row's slots (−1 inactive).
       within_ss: (3,) Σ over stored points of the squared distance to the
-        row's nearest centre (unweighted).
+        row's nearest centre (unweighted; for row k̂ + 1, of its farthest-point
+        start, `proposal_rows`).
       max_within: (3,) the largest within-cluster sum of squares W_j of a
-        centre of the row (unweighted).
+        centre of the row (unweighted; row k̂ + 1: its farthest-point start).
     """
 
     n_clusters: Array
@@ -293,8 +329,14 @@ def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, 
                   next_id, n_iters: int = 5) -> ProposalRows:
     """k-means for k̂ − 1, k̂ and k̂ + 1, warm-started from the current centres.
 
-    Row k̂: Lloyd from ĉ. Row k̂ + 1: that row plus a centre at the stored point
-    farthest from it (label `next_id`), then Lloyd. Row k̂ − 1: that row without
+    Row k̂: Lloyd from ĉ. Row k̂ + 1: that row plus one new centre (label
+    `next_id`), then Lloyd, from two starts, keeping the one with the lower
+    loss: the new centre at the stored point farthest from the row (a new
+    group's first points) and at the point that lowers the loss most
+    (`add_greedy_center`; it splits a cluster that holds several groups, where
+    the farthest point can be an outlying handful of points, every round, and
+    the k̂ + 1 row then saves too little ever to be accepted; the price and σ̂
+    still come from the farthest-point start, see `ProposalRows`). Row k̂ − 1: that row without
     its cheapest centre (`remove_cheapest_center`, labels compacted with it),
     then Lloyd. Lloyd runs on the active slots only (distances over their
     blocks), for `n_iters` static iterations. Everything is a deterministic
@@ -318,6 +360,7 @@ def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, 
     ids = jnp.where(cm, ids, -1)
     c_mid, a_mid, d2_mid = _kmeans_blocked(points, points_t, pm, c, k, n_iters)
     c_up = add_farthest_center(points, pm, c_mid, k)
+    c_up2 = add_greedy_center(points, pm, c_mid, k, d2_mid)
     ids_up = jnp.where(k < p, ids.at[jnp.minimum(k, p - 1)].set(next_id), ids)
     c_dn, ids_dn = remove_cheapest_center(points, pm, c_mid, k, ids)
     ks = jnp.stack([jnp.maximum(k - 1, 1), k, jnp.minimum(k + 1, p)])
@@ -326,13 +369,20 @@ def proposal_rows(points: Array, point_mask: Array, centers: Array, n_clusters, 
     def lloyd(c0, kk):
         return _kmeans_blocked(points, points_t, pm, c0, kk, n_iters)
 
-    c_ud, a_ud, d2_ud = jax.vmap(lloyd)(jnp.stack([c_dn, c_up]), ks[jnp.array([0, 2])])
-    cs = jnp.stack([c_ud[0], c_mid, c_ud[1]])
-    a = jnp.stack([a_ud[0], a_mid, a_ud[1]])
-    d2 = jnp.stack([d2_ud[0], d2_mid, d2_ud[1]])
-    cs = jnp.where(center_mask(ks[:, None], p)[:, :, None], cs, 0.0)
-    counts = jax.vmap(lambda c_, a_, k_: _centroids_blocked(points, pm, a_, c_, k_)[1])(cs, a, ks)
-    d2m = jnp.where(pm[None], d2, 0.0)
+    c_ud, a_ud, d2_ud = jax.vmap(lloyd)(jnp.stack([c_dn, c_up, c_up2]), ks[jnp.array([0, 2, 2])])
+    # Rows: k̂ − 1, k̂, k̂ + 1 from the farthest point, k̂ + 1 from the greedy point.
+    ks4 = ks[jnp.array([0, 1, 2, 2])]
+    cs = jnp.stack([c_ud[0], c_mid, c_ud[1], c_ud[2]])
+    a = jnp.stack([a_ud[0], a_mid, a_ud[1], a_ud[2]])
+    d2m = jnp.where(pm[None], jnp.stack([d2_ud[0], d2_mid, d2_ud[1], d2_ud[2]]), 0.0)
+    cs = jnp.where(center_mask(ks4[:, None], p)[:, :, None], cs, 0.0)
     wss = jnp.sum(d2m, axis=1)
-    w_j = jax.vmap(lambda v, a_: jax.ops.segment_sum(v, a_, num_segments=p))(d2m, a)      # (3, p)
-    return ProposalRows(ks, valid, cs, counts, jnp.stack([ids_dn, ids, ids_up]), wss, jnp.max(w_j, axis=1))
+    w_max = jnp.max(jax.vmap(lambda v, a_: jax.ops.segment_sum(v, a_, num_segments=p))(d2m, a), axis=1)
+    # The k̂ + 1 row proposed is the start with the lower loss (ties: the farthest point's); its
+    # within_ss and max_within stay the farthest start's, so the price and σ̂ are as they were
+    # (the greedy start splits the widest cluster where it can, which would lower the price).
+    pick = jnp.where(wss[3] < wss[2], 3, 2)
+    rows = jnp.stack([0, 1, pick])
+    cs, a = cs[rows], a[rows]
+    counts = jax.vmap(lambda c_, a_, k_: _centroids_blocked(points, pm, a_, c_, k_)[1])(cs, a, ks)
+    return ProposalRows(ks, valid, cs, counts, jnp.stack([ids_dn, ids, ids_up]), wss[:3], w_max[:3])
