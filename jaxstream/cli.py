@@ -379,10 +379,18 @@ def run_cluster(args) -> dict:
     rows = np.argmax(labels[:, None] == ids[None, :], axis=1)
     if not (labels[:, None] == ids[None, :]).any(axis=1).all():
         raise RuntimeError("PACBO.predict returned a label that no current centre has")
+    # Once the drift test has forgotten points, the centres summarise what is remembered: count and
+    # colour those (the stored rows; row i of the stream arrived as index i + 1), not a drifting
+    # group's whole trail, which the nearest final centre would otherwise claim.
+    n_forgotten = int(np.sum(np.asarray(info.n_forgotten)))
+    state = model.state_
+    stored = np.asarray(state.history_index)[np.asarray(state.history_mask)]
+    in_memory = np.isin(np.arange(1, xs.shape[0] + 1), stored) if n_forgotten else np.ones(xs.shape[0], bool)
     figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
                    n_clusters=model.n_clusters_, centers=centers, labels=ids, k_over_time=k_t,
                    cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
-                   sizes=np.bincount(rows, minlength=centers.shape[0]), seconds=seconds)
+                   sizes=np.bincount(rows[in_memory], minlength=centers.shape[0]), seconds=seconds,
+                   n_forgotten=n_forgotten, n_in_memory=int(in_memory.sum()))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
           "(compile included)")
@@ -390,32 +398,39 @@ def run_cluster(args) -> dict:
     print("k̂ over time: " + ", ".join(f"t={t}: {int(k_t[t - 1])}" for t in marks))
     print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
           f"(mean {figures['mean_loss']:.4g} per point)")
+    if n_forgotten:
+        print(f"memory: the drift test forgot {n_forgotten} points; {figures['n_in_memory']} of the "
+              f"{xs.shape[0]} points are in memory (the counts below, the coloured points; the rest grey)")
+    unit = "points in memory" if n_forgotten else "points"
     with np.printoptions(precision=3, suppress=True):
         for j, (c, m, i) in enumerate(zip(centers, figures["sizes"], ids)):
             if j == 10:
                 print(f"  ... {centers.shape[0] - 10} more")
                 break
-            print(f"  centre {j}: {c}  (label {i}, {m} points)")
+            print(f"  centre {j}: {c}  (label {i}, {m} {unit})")
     _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_cluster(plt, xs, rows, figures, names, args.out, name, losses,
-                      FOUR_MEANS if not args.csv else None)
+                      FOUR_MEANS if not args.csv else None, in_memory)
     return figures
 
 
-def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth):
+def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth, in_memory):
     fig = plt.figure(figsize=(11, 5))
     ax = fig.add_subplot(1, 2, 1)
     u, v, xl, yl = _xy(xs, names)
-    ax.scatter(u, v, c=labels, cmap="tab10" if labels.max() < 10 else "tab20", s=12, alpha=0.8,
-               vmin=0, vmax=9 if labels.max() < 10 else 19)
+    if not in_memory.all():
+        ax.scatter(u[~in_memory], v[~in_memory], c="0.75", s=8, alpha=0.6, zorder=1,
+                   label=f"not in memory ({int((~in_memory).sum())} points: forgotten or out of the sample)")
+    ax.scatter(u[in_memory], v[in_memory], c=labels[in_memory], cmap="tab10" if labels.max() < 10 else "tab20",
+               s=12, alpha=0.8, vmin=0, vmax=9 if labels.max() < 10 else 19, zorder=2)
     c = figures["centers"]
     if xs.shape[1] >= 2:
-        ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5,
+        ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5, zorder=3,
                    label=rf"PACBO centres ($\hat{{k}}$={figures['n_clusters']})")
         if truth is not None:
             ax.scatter(truth[:, 0], truth[:, 1], marker="o", s=160, facecolors="none", edgecolors="crimson",
-                       linewidths=1.5, label="true means")
+                       linewidths=1.5, zorder=3, label="true means")
         ax.legend(loc="best", fontsize=8)
     else:
         for j, cj in enumerate(c[:, 0]):

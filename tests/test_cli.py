@@ -101,8 +101,35 @@ def test_cluster_on_npy(good_runs, data_dir):
     k = _figure(r"PACBO: (\d+) clusters after 80 rounds", out)
     assert 1 <= k <= 8
     assert re.search(r"k̂ over time: t=8: \d+, .* t=80: %d" % k, out)
-    sizes = [int(m) for m in re.findall(r"centre \d+: \[.*\]  \(label \d+, (\d+) points\)", out)]
-    assert len(sizes) == k and sum(sizes) == 80  # every point is in one printed cluster
+    sizes = [int(m) for m in re.findall(r"centre \d+: \[.*\]  \(label \d+, (\d+) points(?: in memory)?\)", out)]
+    m = re.search(r"memory: the drift test forgot (\d+) points; (\d+) of the 80 points are in memory", out)
+    assert len(sizes) == k and sum(sizes) == (int(m.group(2)) if m else 80)  # each in one printed cluster
+
+
+def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_path, capsys):
+    # Four groups moving +30 in x: the drift test forgets their trails, so the nearest final centre
+    # would claim a whole trail. The counts and the coloured points are the stored rows.
+    xs = datasets.make_drifting_clusters_stream(240, shift=(30.0, 0.0), seed=3)
+    np.save(tmp_path / "drift.npy", xs)
+    args = cli.build_parser().parse_args(["cluster", "--csv", str(tmp_path / "drift.npy"), "--n-steps", "60",
+                                          "--max-clusters", "8", "--history-size", "64",
+                                          "--out", str(tmp_path / "drift.png")])
+    fig = cli.run_cluster(args)
+    out = capsys.readouterr().out
+    assert fig["n_forgotten"] > 0
+    assert 0 < fig["n_in_memory"] < 240 and fig["sizes"].sum() == fig["n_in_memory"]
+    assert (f"memory: the drift test forgot {fig['n_forgotten']} points; {fig['n_in_memory']} of the 240 "
+            "points are in memory") in out
+    sizes = [int(m) for m in re.findall(r"\(label \d+, (\d+) points in memory\)", out)]
+    assert sum(sizes) == fig["n_in_memory"]
+    with open(tmp_path / "drift.png", "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    # The stationary default stream forgets nothing: every point is counted.
+    args = cli.build_parser().parse_args(["cluster", "--n", "60", "--n-steps", "60", "--max-clusters", "8",
+                                          "--history-size", "64", "--out", ""])
+    fig = cli.run_cluster(args)
+    assert fig["n_forgotten"] == 0 and fig["sizes"].sum() == fig["n_in_memory"] == 60
+    assert "memory:" not in capsys.readouterr().out
 
 
 def test_embed_default(good_runs, data_dir):
