@@ -116,21 +116,6 @@ def test_length_unit_is_the_spread_or_a_third_of_a_long_line():
         np.testing.assert_allclose(float(got), want, rtol=1e-6)
 
 
-
-def test_past_memory_is_zero_until_the_stream_outruns_its_memory_then_weighs_the_line_length():
-    """clip(n/τ − 1, 0, 1): 0 with no memory (the automatic one before any drift) and up to one
-    memory span; 1 from two spans on; and `length_unit` then prices ℓ(f̂)/3 as for a trace."""
-    xs = datasets.make_cubic_stream(40, seed=2).astype(np.float32)
-    s = js.slpc(max_segments=6, history_size=32).init(jax.random.key(0), xs[:20])
-    assert np.isinf(float(tracking.memory(s))) and float(tracking.past_memory(s)) == 0.0
-    for tau, n, want in [(100.0, 50, 0.0), (100.0, 100, 0.0), (100.0, 150, 0.5), (100.0, 200, 1.0), (40.0, 400, 1.0),
-                         (float("inf"), 10_000, 0.0)]:
-        st = s._replace(params=s.params._replace(memory=jnp.float32(tau)), n_seen=jnp.int32(n))
-        assert float(tracking.past_memory(st)) == pytest.approx(want, abs=1e-6), (tau, n)
-    # the automatic memory (params NaN) is read from the state
-    st = s._replace(memory=jnp.float32(80.0), n_seen=jnp.int32(120))
-    assert np.isnan(float(st.params.memory)) and float(tracking.past_memory(st)) == pytest.approx(0.5)
-
 def _arrival_order_np(points_before):
     """NumPy reference: the last NN_ROWS points (in arrival order), mean squared step between
     consecutive ones over twice their variance, mapped to [0, 1]."""

@@ -228,7 +228,7 @@ def _observe(state: State, u, config: Config, store: bool):
     tpar = jnp.clip(_ops.coord_sum((hx - A) * ab) / jnp.maximum(_ops.coord_sum(ab * ab), 1e-30), 0.0, 1.0)
     sigma2, cap = _ops.materialize((sigma2, loss_cap(sigma2, d, prm, config.penalty)))
     spread, prm_t = tracking.extent(hx, valid, verts, nv, prm, config.max_segments)
-    spread = tracking.length_unit(spread, verts, nv, jnp.maximum(order, tracking.past_memory(state)))
+    spread = tracking.length_unit(spread, verts, nv, order)
     n_tot = jnp.where(jnp.isinf(tracking.memory(state)), (state.n_seen + int(store)).astype(dt), jnp.sum(w))
     obs = Observation(u, vidx, verts, nv, hx, hD, x_col, row_seg, minima, tpar, valid, w,
                       n_tot, sigma2, cap, spread, prm_t, order)

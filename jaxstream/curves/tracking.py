@@ -53,7 +53,7 @@ from .types import Observation, State
 
 Array = jax.Array
 
-__all__ = ["extent", "length_unit", "past_memory", "LINE_PER_UNIT", "DRIFT_FAR", "remember", "memory", "row_weights", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH",
+__all__ = ["extent", "length_unit", "LINE_PER_UNIT", "DRIFT_FAR", "remember", "memory", "row_weights", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH",
            "DRIFT_FACTOR", "DRIFT_MIN_OLD", "DRIFT_SPAN", "MEMORY_SHRINK", "MEMORY_MIN"]
 
 DRIFT_EMA = 0.9
@@ -94,21 +94,6 @@ def extent(hx, valid, verts, nv, prm: Params, p: int):
     return _ops.materialize((spread, prm._replace(R=R, L=L)))
 
 
-def past_memory(state: State) -> Array:
-    """How far the stream has run past the memory in force: clip(n_seen/τ − 1, 0, 1); 0 while τ = inf.
-
-    A stream seen over more than two memory spans has moved on: its old
-    ground is forgotten and what is remembered is a stretch of a moving
-    curve, priced like a trace arriving in order (`length_unit`). The weight
-    rises from 0 at n = τ, so a late false alarm on a stationary stream (the
-    seismic box, one key in five: τ = 182 at n = 194) changes nothing.
-    """
-    tau = memory(state)
-    finite = jnp.isfinite(tau)
-    n = state.n_seen.astype(tau.dtype)
-    return jnp.where(finite, jnp.clip(n / jnp.where(finite, tau, 1.0) - 1.0, 0.0, 1.0), 0.0)
-
-
 def length_unit(spread, verts, nv, order=1.0):
     """The unit the length price is measured in: max(spread, order·ℓ(f̂)/LINE_PER_UNIT).
 
@@ -120,11 +105,10 @@ def length_unit(spread, verts, nv, order=1.0):
     a loop) spreads its n points over a line many spreads long, and a price
     per spread charged every extension of the line's end into new ground as
     if all n points lay there (the end lagged the trace by ~√n steps).
-    Only on streams arriving in order (``order``, `history.arrival_order`)
-    or run past their memory (`past_memory`: a drifting curve, whose
-    remembered stretch is a trace through new ground too): points i.i.d.
-    along a long stationary curve (the seismic arc) are already spread along
-    it, and a cheaper length there bought folds and detours to lone events.
+    Only on streams arriving in order (``order``, `history.arrival_order`):
+    points i.i.d. along a long curve (the seismic arc) are already spread
+    along it, and a cheaper length there bought folds and detours to lone
+    events.
     LINE_PER_UNIT = 3 was chosen on seeds 100-123 of the moving families;
     streams in random order (cubic, Table 2, helix, seismic) have order 0
     on every round and are learned as before (benchmarks/README.md).
@@ -132,8 +116,7 @@ def length_unit(spread, verts, nv, order=1.0):
     Args:
       spread: () the objective's points' RMS distance to their mean (`extent`).
       verts: (V, d) the line's vertices; nv: their number.
-      order: () in [0, 1], the weight of ℓ(f̂)/LINE_PER_UNIT (0: the spread alone): the
-        arrival-order weight or `past_memory`, whichever is larger.
+      order: () in [0, 1], the arrival-order weight (0: the spread alone).
 
     Returns:
       () the unit, ≥ spread.
