@@ -558,9 +558,14 @@ def summarize(name, k_hat, loss, k_t, oracle):
     L = loss[:, :, 1:].sum(-1)
     ratio = L.mean() / oracle.mean()
     counts = np.bincount(np.clip((k_hat[:, :, -1] - k_t[None, :, -1]).ravel() + 3, 0, 6), minlength=7)
-    return (f"  {name:28s} P(k̂_T=k) {fmt_prop(hit, K_ * S)}; mean|k̂_t−k_t| {err:.2f}; "
+    # k̂ can flip from round to round at the end (drifting groups): the share of the last 50 rounds
+    # at the right k is a steadier measure than the last round's.
+    last = min(50, T)
+    share = np.mean(k_hat[:, :, -last:] == k_t[None, :, -last:])
+    return (f"  {name:28s} P(k̂_T=k) {fmt_prop(hit, K_ * S)}; k̂=k in the last {last} rounds {share:.3f}; "
+            f"mean|k̂_t−k_t| {err:.2f}; "
             f"k̂_T−k = −3..+3: {counts[:7].tolist()}; loss {L.mean():.0f} (sd {L.std(ddof=1):.0f}) "
-            f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio)
+            f"= {ratio:.3f}× oracle"), dict(hit=hit, n=K_ * S, err=err, loss=L.mean(), ratio=ratio, share=share)
 
 
 POSITIONS = ((0, 1, "1st"), (1, 2, "2nd"), (2, 5, "3rd-5th"), (5, None, "6th+"))
