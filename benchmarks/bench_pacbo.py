@@ -609,8 +609,8 @@ def _params(learner, **kw):
 
 
 def families(args):
-    """Issue 25: every family on held-out seeds × keys: the defaults, the previous defaults, the
-    one-draw predictor (estimate="last") with the defaults, the paper preset; the running-mean
+    """Issue 25: every family on held-out seeds × keys: the defaults, the defaults without
+    provisional centres (``provisional_level=0``), the previous defaults, the one-draw predictor (estimate="last") with the defaults, the paper preset; the running-mean
     oracle and Birch at its best threshold on these same streams."""
     seeds = list(TUNE_SEEDS if args.tune else HELDOUT_SEEDS)[: args.fam_streams]
     K_ = args.fam_keys
@@ -636,10 +636,10 @@ def families(args):
         print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
               f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
         t = time.perf_counter()
-        k, loss, _, _ = run_family(mean_l, xs, K_)
+        k, loss, _, _ = run_family(mean_l, xs, K_, params=[mean_l.params, _params(mean_l, provisional_level=0.0)])
         k2, loss2, _, _ = run_family(last_l, xs, K_, params=[last_l.params, paper_l.params])
-        rows = [("PACBO defaults", k[0], loss[0]), ("defaults, one-draw predictor", k2[0], loss2[0]),
-                ('preset="paper"', k2[1], loss2[1])]
+        rows = [("PACBO defaults", k[0], loss[0]), ("defaults, no provisional centres", k[1], loss[1]),
+                ("defaults, one-draw predictor", k2[0], loss2[0]), ('preset="paper"', k2[1], loss2[1])]
         if old_l is not None:
             ko, losso, _, _ = run_family(old_l, xs, K_, mod=jo)
             rows.insert(1, ("before (c9cd111), its defaults", ko[0], losso[0]))
@@ -687,7 +687,8 @@ def drift(args):
     print(f"== drift (issue 22.2): four groups moving +20 in x over T={T}; seeds {seeds[0]}-{seeds[-1]} × {K_} keys; "
           f"oracle: each group's last 10 points (rounds 2..T)")
     variants = [("defaults (forgetting by test)", dict()),
-                ("drift_level=0 (plain reservoir)", dict(drift_level=0.0))] + [
+                ("drift_level=0 (plain reservoir)", dict(drift_level=0.0)),
+                ("provisional_level=0", dict(provisional_level=0.0))] + [
         (f"window H={h}", dict(history_policy="window", history_size=h)) for h in args.windows]
     for kind in ("drifting", "stationary"):
         data = []

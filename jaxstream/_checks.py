@@ -291,6 +291,8 @@ PARAM_RANGES = {
         "adapt_rate": Range(0.0, what="the adaptation step of the proposal scale"),
         "stay_prob": Range(0.0, 1.0, hi_open=False, what="the probability of a proposal from the current k"),
         "drift_level": Range(0.0, 1.0, what="the level of the per-cluster drift test (0: never forget)"),
+        "provisional_level": Range(0.0, 1.0, what="the level below which an unexplained recent point "
+                                                  "predicts as a provisional centre (0: never)"),
     },
     "landmark_mds": {
         "eps0": Range(0.0, what="the initial threshold epsilon"),

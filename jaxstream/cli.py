@@ -390,7 +390,8 @@ def run_cluster(args) -> dict:
                    n_clusters=model.n_clusters_, centers=centers, labels=ids, k_over_time=k_t,
                    cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
                    sizes=np.bincount(rows[in_memory], minlength=centers.shape[0]), seconds=seconds,
-                   n_forgotten=n_forgotten, n_in_memory=int(in_memory.sum()))
+                   n_forgotten=n_forgotten, n_in_memory=int(in_memory.sum()),
+                   provisional=np.asarray(state.recent)[np.asarray(state.provisional)])
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
           "(compile included)")
@@ -401,6 +402,9 @@ def run_cluster(args) -> dict:
     if n_forgotten:
         print(f"memory: the drift test forgot {n_forgotten} points; {figures['n_in_memory']} of the "
               f"{xs.shape[0]} points are in memory (the counts below, the coloured points; the rest grey)")
+    if len(figures["provisional"]):
+        print(f"provisional centres: {len(figures['provisional'])} of the last points no cluster explains yet "
+              "(they predict the next points; not clusters)")
     unit = "points in memory" if n_forgotten else "points"
     with np.printoptions(precision=3, suppress=True):
         for j, (c, m, i) in enumerate(zip(centers, figures["sizes"], ids)):
@@ -428,10 +432,14 @@ def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth, in
     if xs.shape[1] >= 2:
         ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5, zorder=3,
                    label=rf"PACBO centres ($\hat{{k}}$={figures['n_clusters']})")
+        pv = figures["provisional"]
+        if len(pv):
+            ax.scatter(pv[:, 0], pv[:, 1], marker="X", s=120, facecolors="none", edgecolors="k", linewidths=1.0,
+                       zorder=3, label=f"provisional centres ({len(pv)}: recent points no cluster explains)")
         if truth is not None:
             ax.scatter(truth[:, 0], truth[:, 1], marker="o", s=160, facecolors="none", edgecolors="crimson",
                        linewidths=1.5, zorder=3, label="true means")
-        ax.legend(loc="best", fontsize=8)
+        ax.legend(loc="best", fontsize=8, framealpha=0.6)  # see-through: it may sit on a lone point
     else:
         for j, cj in enumerate(c[:, 0]):
             ax.axhline(cj, color="k", lw=1, ls="--", label="PACBO centres" if j == 0 else None)

@@ -132,6 +132,23 @@ def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_pat
     assert "memory:" not in capsys.readouterr().out
 
 
+def test_cluster_shows_provisional_centres(tmp_path, capsys):
+    # The four groups, then one point 5 sds below a group: too near to pay for a centre of its
+    # own, too far to be explained. It is printed and drawn as a provisional centre, not a cluster.
+    xs = datasets.make_four_groups_stream(60, seed=1)
+    np.save(tmp_path / "far.npy", np.concatenate([xs, [[0.0, -5.0]]]))
+    args = cli.build_parser().parse_args(["cluster", "--csv", str(tmp_path / "far.npy"), "--n-steps", "60",
+                                          "--max-clusters", "8", "--history-size", "64",
+                                          "--out", str(tmp_path / "far.png")])
+    fig = cli.run_cluster(args)
+    out = capsys.readouterr().out
+    np.testing.assert_allclose(fig["provisional"], [[0.0, -5.0]])
+    assert fig["n_clusters"] == 4 and fig["sizes"].sum() == 61
+    assert "provisional centres: 1 of the last points no cluster explains yet" in out
+    with open(tmp_path / "far.png", "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+
+
 def test_embed_default(good_runs, data_dir):
     out = _assert_ok(good_runs["embed"], data_dir / "embed.png")
     assert "S-curve (300 points in 3-D" in out

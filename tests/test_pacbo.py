@@ -900,12 +900,12 @@ def test_lambda_cap_bounds_the_temperature():
 
 def test_paper_preset_is_the_spec_and_explicit_arguments_win():
     """preset="paper": one draw (estimate="last"), λ with σ = 1 and the R package's constant 5, no
-    cap, a flat prior on k (η = 0), moves 1/3 each; explicit arguments override it; the wrapper
+    cap, a flat prior on k (η = 0), moves 1/3 each, no forgetting, no provisional centres; explicit arguments override it; the wrapper
     passes it on; an unknown name raises."""
     paper = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper")
     assert paper.config.estimate == "last"
     ref = P.default_params(lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0, log_n_weight=0.0,
-                           noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0)
+                           noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0, provisional_level=0.0)
     chex.assert_trees_all_close(paper.params, ref)
     xs = four_groups(13, 12)
     s = paper.init(jax.random.PRNGKey(0), xs)

@@ -28,6 +28,9 @@ class Config(NamedTuple):
       estimate: ``"mean"`` or ``"last"`` (see `jaxstream.pacbo`).
       recent_size: m, the newest points of a cluster that the drift test
         compares with its older ones (`jaxstream.clustering.forgetting`).
+      provisional_size: A, the last points kept to predict with while the
+        partition cannot explain them (provisional centres,
+        `jaxstream.clustering.pacbo` "Provisional centres"; 0: none).
     """
 
     max_clusters: int = 50
@@ -39,6 +42,7 @@ class Config(NamedTuple):
     df: int = 3
     estimate: str = "mean"
     recent_size: int = 6
+    provisional_size: int = 8
 
     name = "pacbo"
 
@@ -77,6 +81,10 @@ class Params(NamedTuple):
         only): a cluster whose newest points moved away from its older ones
         at this level forgets the older ones (`jaxstream.clustering.forgetting`);
         0: never (the plain reservoir).
+      provisional_level: tail probability of χ²_d below which one of the last
+        ``provisional_size`` points, unexplained by the partition (its squared
+        distance to every centre above the χ²_d quantile times σ̂²), predicts
+        as a provisional centre (`jaxstream.clustering.pacbo`; 1e-3; 0: never).
     """
 
     radius: Array
@@ -93,6 +101,7 @@ class Params(NamedTuple):
     stay_prob: Array
     lambda_cap: Array
     drift_level: Array
+    provisional_level: Array
 
 
 def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0,
@@ -101,14 +110,14 @@ def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0
                    noise_scale: Optional[float] = None, proposal_scale: float = 1.0,
                    scale_spread: float = 1.5, adapt_rate: float = 1.0,
                    stay_prob: float = 0.5, lambda_cap: float = 1.0,
-                   drift_level: float = 3e-3) -> Params:
+                   drift_level: float = 3e-3, provisional_level: float = 1e-3) -> Params:
     """Default numeric hyper-parameters (see `Params`); ``radius=None`` learns R from the stream,
     ``noise_scale=None`` the noise scale σ̂."""
     r = float("nan") if radius is None else radius
     sig = float("nan") if noise_scale is None else noise_scale
     vals = (r, lambda_scale, lambda_power, lambda2_scale, prior_scale, price_scale, log_n_weight, sig,
             proposal_scale,
-            scale_spread, adapt_rate, stay_prob, lambda_cap, drift_level)
+            scale_spread, adapt_rate, stay_prob, lambda_cap, drift_level, provisional_level)
     return Params(*(jnp.asarray(v, dtype=jnp.zeros(()).dtype) for v in vals))
 
 
@@ -131,6 +140,10 @@ class State(NamedTuple):
       radius: () R in use (fixed, or learned: max ||x_s − origin||).
       log_scale: () log multiplier of the proposal scales (adapted between rounds).
       k_probs: (p,) P(k = j+1) estimated by the last round's chains.
+      recent: (A, d) the last A = ``provisional_size`` points (a ring; row s mod A holds x_s).
+      recent_index: (A,) int32 arrival index of each row (0: empty).
+      provisional: (A,) bool, rows the partition does not explain: they
+        predict as provisional centres (`loss`, `predict`).
       params: `Params`.
     """
 
@@ -149,6 +162,9 @@ class State(NamedTuple):
     radius: Array
     log_scale: Array
     k_probs: Array
+    recent: Array
+    recent_index: Array
+    provisional: Array
     params: Params
 
 
@@ -156,7 +172,8 @@ class Info(NamedTuple):
     """What `update` reports about one round.
 
     Attributes:
-      loss: prequential loss ℓ(ĉ_t, x_t) of the partition before learning x_t.
+      loss: prequential loss of the prediction before learning x_t: ℓ(ĉ_t, x_t),
+        the distance to the partition's centres and its provisional ones (`pacbo.loss`).
       n_clusters: k̂ after the round (the partition that predicts x_{t+1}).
       acceptance_rate: share of the round's MH proposals accepted (all chains).
       k_probs: (p,) P(k) over the round's chains and steps.
@@ -165,6 +182,7 @@ class Info(NamedTuple):
       radius: R_t used by the round.
       outside_radius: ||x_t − origin|| > R (fixed radius only; see module docstring).
       n_forgotten: () int32 stored points forgotten after the round (drift test).
+      n_provisional: () int32 provisional centres after the round.
     """
 
     loss: Array
@@ -176,3 +194,4 @@ class Info(NamedTuple):
     radius: Array
     outside_radius: Array
     n_forgotten: Array
+    n_provisional: Array

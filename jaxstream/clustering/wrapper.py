@@ -51,7 +51,8 @@ class PACBO(StreamModel):
                  proposal_scale: Optional[float] = None, scale_spread: Optional[float] = None,
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
                  lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
-                 recent_size: Optional[int] = None, seed: int = 0):
+                 recent_size: Optional[int] = None, provisional_level: Optional[float] = None,
+                 provisional_size: int = 8, seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
         self.history_size = history_size
@@ -76,6 +77,8 @@ class PACBO(StreamModel):
         self.lambda_cap = lambda_cap
         self.drift_level = drift_level
         self.recent_size = recent_size
+        self.provisional_level = provisional_level
+        self.provisional_size = provisional_size
         self.seed = seed
 
     def _build(self):
@@ -83,7 +86,7 @@ class PACBO(StreamModel):
         return _P.pacbo(self.max_clusters, self.history_size, self.n_steps, n_chains=self.n_chains,
                         radius=self.radius, kmeans_iters=self.kmeans_iters, history_policy=self.history_policy,
                         df=self.df, estimate=self.estimate, preset=self.preset, recent_size=self.recent_size,
-                        **numeric)
+                        provisional_size=self.provisional_size, **numeric)
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds
@@ -117,12 +120,13 @@ class PACBO(StreamModel):
         return d2.astype(np.asarray(self.state_.centers).dtype)  # the learner's float type, like predict
 
     def loss(self, X) -> np.ndarray:
-        """(n,) squared distance of each row of X to the nearest centre."""
+        """(n,) squared distance of each row of X to the nearest centre, provisional centres included
+        (the prediction's loss, as in ``last_losses_``; `jaxstream.clustering.pacbo.loss`)."""
         X = self._points(X)
         return np.asarray(_P.loss(self.state_, X))
 
     def score(self, X, y=None) -> float:
-        """−Σ squared distance of X's rows to their nearest centre (scikit-learn's KMeans.score)."""
+        """−Σ `loss` over X's rows (scikit-learn's KMeans.score, provisional centres included)."""
         del y
         return -float(np.sum(self.loss(X), dtype=np.float64))
 
