@@ -1,15 +1,20 @@
-"""Test configuration: a persistent XLA compilation cache.
+"""Test configuration: no persistent XLA compilation cache unless asked for.
 
-Many tests compile the same programs (the same update inside different jit
-wrappers); the cache, keyed by the program and the JAX version, lets later
-tests and later runs reuse them. Set JAXSTREAM_JAX_CACHE="" to disable it.
+JAX's persistent cache goes through jaxlib's executable (de)serialisation,
+which segfaulted a test worker three times (two writes, one read; 2026-11-27),
+and it saved nothing measurable over the whole suite. So by default the tests
+use none, and the command line's own cache is off for them too
+(``JAXSTREAM_COMPILATION_CACHE=0``, inherited by the subprocesses and read by
+in-process `jaxstream.cli.main` calls, which would otherwise turn on the
+shared ``~/.cache/jaxstream/xla``). ``JAXSTREAM_JAX_CACHE=DIR`` gives the
+tests (and their subprocesses) a cache in DIR.
 """
 import os
-import tempfile
 
 import jax
 
-_cache = os.environ.get("JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache"))
+os.environ.setdefault("JAXSTREAM_COMPILATION_CACHE", "0")
+_cache = os.environ.get("JAXSTREAM_JAX_CACHE", "")
 if _cache:
     jax.config.update("jax_compilation_cache_dir", _cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

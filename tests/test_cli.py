@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import pytest
@@ -19,10 +18,10 @@ import pytest
 import jaxstream as js
 from jaxstream import cli, datasets
 
-ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="", JAXSTREAM_COMPILATION_CACHE="0",
-           JAX_COMPILATION_CACHE_DIR=os.environ.get(
-               "JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache")),
-           JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
+ENV = dict(os.environ, JAX_PLATFORMS="cpu", JAXSTREAM_DEBUG="", JAXSTREAM_COMPILATION_CACHE="0")
+if os.environ.get("JAXSTREAM_JAX_CACHE"):  # the tests' cache, when asked for (tests/conftest.py)
+    ENV.update(JAX_COMPILATION_CACHE_DIR=os.environ["JAXSTREAM_JAX_CACHE"],
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -2,7 +2,6 @@
 import os
 import subprocess
 import sys
-import tempfile
 
 import jax
 import pytest
@@ -15,8 +14,8 @@ ROOT = os.path.dirname(HERE)
 
 def _env(**extra):
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cache = os.environ.get("JAXSTREAM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jaxstream-jax-cache"))
-    if cache:  # the persistent compilation cache of tests/conftest.py, for the subprocesses too
+    cache = os.environ.get("JAXSTREAM_JAX_CACHE", "")
+    if cache:  # the tests' compilation cache when asked for (tests/conftest.py), for the subprocesses too
         env.setdefault("JAX_COMPILATION_CACHE_DIR", cache)
         env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
     env.update(extra)
