@@ -180,9 +180,11 @@ def test_no_ring_and_paper_preset():
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, float("nan")])
-def test_bad_level_is_refused(bad):
+def test_bad_level_is_refused(learner, bad):
     with pytest.raises(ValueError, match="provisional_level"):
         jaxstream.pacbo(CAP, HIST, STEPS, provisional_level=bad)
+    with pytest.raises(ValueError, match="provisional_level must be in"):
+        learner.init(jax.random.key(0), jnp.zeros((2, 2)), learner.params._replace(provisional_level=jnp.asarray(bad)))
 
 
 def test_bad_ring_size_is_refused():
