@@ -5,8 +5,8 @@
 #   mkdir -p .gpu/old && git archive OLD jaxstream | tar -x -C .gpu/old && mv .gpu/old/jaxstream .gpu/old/jaxstream_old
 # (.gpu is not tracked; carry it to the device machine).
 # Writes its logs under $OUT (or ./gpu_out). Each part has its own time limit (T_TESTS=330,
-# T_TABLE=70 per learner, T_PACBO=60, T_AB=120 seconds) so that one slow part cannot take the
-# whole lease; 'all' needs 12 minutes, more than one device call: run 'tests' in one call and
+# 150/150/70 s for the slpc/pacbo/landmark_mds tables, T_PACBO=60, T_AB=120 seconds) so that one slow part cannot take the
+# whole lease; 'all' needs about 13 minutes, more than one device call: run 'tests' in one call and
 # the others in a second.
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -22,10 +22,15 @@ if [[ $part == tests || $part == all ]]; then
   echo "tests rc=$?"; grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.txt" | tail -25
 fi
 if [[ $part == throughput || $part == all ]]; then
-  for L in slpc pacbo landmark_mds; do
-    timeout "${T_TABLE:-70}" python3 benchmarks/throughput.py --part table --min-steps 4 --repeats 2 \
-      --forced-host-devices 0 --cell-seconds 150 --max-state-gb 24 --updates-per-cell 65536 --warmup 64 \
-      --learners $L --batches 1,256,4096,32768 2>&1 | tee "$OUT/throughput_$L.txt"
+  # --cell-seconds 2000: a cell's time is estimated from the last cell's rate, which on a GPU
+  # overestimates batched cells ~100x (PACBO B = 256: "~250 s" for a cell that took 1-2 s).
+  # Warm-up: PACBO 64 rounds (one stream's rounds are slow), the others the default 256, as the
+  # first lease's table (a landmark buffer still filling at 64 makes a cell's cost depend on T).
+  for L in slpc:150:256 pacbo:150:64 landmark_mds:70:256; do
+    IFS=: read -r name limit warm <<< "$L"
+    timeout "$limit" python3 benchmarks/throughput.py --part table --min-steps 4 --repeats 2 \
+      --forced-host-devices 0 --cell-seconds 2000 --max-state-gb 24 --updates-per-cell 65536 --warmup "$warm" \
+      --learners "$name" --batches 1,256,4096,32768 2>&1 | tee "$OUT/throughput_$name.txt"
   done
 fi
 if [[ $part == pacbo || $part == all ]]; then
