@@ -139,6 +139,28 @@ def test_quasi_posterior_is_the_same_and_loss_is_the_min(learner):
     np.testing.assert_allclose(np.asarray(l1), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("a,b", [(2.0 ** 5, 0.0), (2.0 ** -5, 0.0), (1.0, 64.0)])
+def test_marks_follow_a_change_of_units(learner, a, b):
+    """The threshold is q·σ̂² and σ̂ is in the data's units, so on a·x + b (a a power of 2) the same
+    rows are marked, the ring's rows map the same way and the losses scale by a²."""
+    xs = _late_group_stream(3)
+    key = jax.random.key(5)
+    outs = []
+    for scale, shift in [(1.0, 0.0), (a, b)]:
+        ys = jnp.asarray(scale * xs + shift)
+        st = learner.init(jax.random.key(0), ys[:0])
+        outs.append(jaxstream.run_stream(learner, key, ys, st, trace=_trace)[1])
+    (l0, k0, n0, _, r0, p0), (l1, k1, n1, _, r1, p1) = outs
+    assert int(np.sum(n0)) > 0                              # marks happen: not vacuous
+    np.testing.assert_array_equal(np.asarray(k1), np.asarray(k0))
+    np.testing.assert_array_equal(np.asarray(p1), np.asarray(p0))
+    filled = (np.arange(A)[None, :] < np.arange(len(xs))[:, None])[..., None]  # rows written before round t
+    np.testing.assert_allclose(np.where(filled, (np.asarray(r1) - b) / a, 0.0), np.where(filled, np.asarray(r0), 0.0),
+                               rtol=1e-9, atol=1e-9)
+    # A shift changes the rounding of the chain's sums (a centre moves by ~1e-3): close, not equal.
+    np.testing.assert_allclose(np.asarray(l1)[1:] / a ** 2, np.asarray(l0)[1:], rtol=1e-6 if b == 0 else 1e-2)
+
+
 def test_unexplained_points_predict_while_the_partition_waits(learner):
     """A prohibitive price keeps k̂ = 1 once the first group has a few points: the late group's points are never explained, so from
     its second point on each is predicted by the nearest of the group's earlier points in the ring."""

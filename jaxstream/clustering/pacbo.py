@@ -88,8 +88,10 @@ after each round marks those whose squared distance to every centre of
 the round's noise scale): they predict as provisional centres. `loss` (the
 prequential loss, ``info.loss``) and `soft_loss` use them beside the
 partition; k̂, the centres, the labels of `predict`, the quasi-posterior (its
-second-order term uses the partition's own loss) and `cluster_sizes` do not. A provisional centre stops predicting when the
-partition explains it (a centre opens near it) or after A rounds. On the
+second-order term uses the partition's own loss) and `cluster_sizes` do not.
+A provisional centre stops predicting when the partition explains it (a
+centre opens near it) or after A rounds. The threshold is in units of σ̂, so
+the marks do not change with the data's units. On the
 ten-group ramp (a new group every 20 points) the partition opens a new
 group's centre after its 2nd–5th point; predicting its 2nd point by its 1st
 is what the running-mean oracle does (tuning seeds: loss 1.35× → 0.96× the
