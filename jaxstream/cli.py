@@ -247,10 +247,12 @@ def _save(fig, plt, out):
 
 
 def _xy(xs, names):
-    """Two coordinates to draw: the first two columns, or (index, value) in 1-D."""
+    """Two coordinates to draw: the first two columns, or (index, value) in 1-D. A .npy file's
+    columns are named by their indices; the axes say "column 0" rather than a bare "0"."""
+    label = [f"column {n}" if str(n).isdigit() else n for n in names]
     if xs.shape[1] >= 2:
-        return xs[:, 0], xs[:, 1], names[0], names[1]
-    return np.arange(len(xs)), xs[:, 0], "arrival", names[0]
+        return xs[:, 0], xs[:, 1], label[0], label[1]
+    return np.arange(len(xs)), xs[:, 0], "arrival", label[0]
 
 
 # ---------------------------------------------------------------------------
@@ -279,7 +281,7 @@ def run_curve(args) -> dict:
     kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
               h_scale=args.h_scale, length_scale=args.length_scale, eta_scale=args.eta_scale,
               delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale,
-              memory=args.memory)
+              memory=args.memory, end_lead=getattr(args, "end_lead", None))
     kw = {k: v for k, v in kw.items() if v is not None}
     if kw.get("history_size", t0) < t0:
         raise InputError(f"--history-size {kw['history_size']} cannot hold the t0={t0} initial points: pass "
@@ -297,7 +299,7 @@ def run_curve(args) -> dict:
         cumulative_loss=float(losses.sum()),
         prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
         r2=float(model.score(xs)), n_segments=model.n_segments_, seconds=seconds,
-        vertices=np.asarray(vertices))
+        vertices=np.asarray(vertices), prolonged_ends=_prolonged_ends(model))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
           f"(t0={t0} initial points) in {seconds:.2f} s (compile included)")
@@ -305,10 +307,27 @@ def run_curve(args) -> dict:
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
     print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
+    if len(figures["prolonged_ends"]):
+        print(f"the stream arrives in order: the prequential loss counts the curve's ends as continued by "
+              f"{model.end_lead:g} steps of the trace (drawn dashed; --end-lead 0: the curve itself)")
     _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
     return figures
+
+
+def _prolonged_ends(model) -> np.ndarray:
+    """(2, 2, d) the two prolongations [end vertex, prolonged end] the next point's loss counts when
+    the stream ends in order (`jaxstream.slpc`'s ``end_lead``); (0, 2, d) otherwise."""
+    from .curves import history
+    from .curves.learner import _lead
+    from .geometry import prolong_ends
+    s = model.state_
+    if model.end_lead == 0 or float(history.arrival_order(s.recent, s.n_seen)) < history.ORDERED:
+        return np.zeros((0, 2, s.vertices.shape[-1]))
+    ext, n = prolong_ends(s.vertices, s.n_vertices, s.scale * _lead(s.recent, s.n_seen, model.end_lead))
+    ext, n = np.asarray(ext, np.float64), int(n)
+    return np.stack([ext[[1, 0]], ext[[n - 2, n - 1]]])
 
 
 def _plot_curve(plt, xs, figures, names, out, title, losses):
@@ -320,6 +339,9 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
         # Hollow vertex markers: a vertex placed on a lone point must not hide it.
         ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
                 zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
+        for j, seg in enumerate(figures["prolonged_ends"]):
+            ax.plot(seg[:, 0], seg[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
+                    label="prolonged ends (the next point's loss)" if j == 0 else None)
     fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
@@ -666,6 +688,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=_positive_float, metavar="D",
                    help="lattice spacing of the vertices, relative to the spread of the initial points "
                         "(see jaxstream.slpc; default: the learner's)")
+    p.add_argument("--end-lead", type=_nonneg_float, metavar="S",
+                   help="on a stream arriving in order, the prequential loss counts the curve's end "
+                        "segments as continued by S steps of the trace (drawn dashed; 0: the curve "
+                        "itself, the paper's loss; default: 4)")
     _common(p, "curve.png")
 
     p = sub.add_parser(

@@ -148,6 +148,35 @@ def test_cluster_shows_provisional_centres(tmp_path, capsys):
         assert f.read(8) == PNG_MAGIC
 
 
+def test_curve_on_a_trace_draws_the_prolonged_ends(tmp_path, capsys):
+    """A route in order ends in order: the command says that the loss counts the curve's ends as
+    continued, returns the two prolongations (from the two end vertices, along their segments,
+    4 RMS steps of the last 64 points long, or the segment's length if shorter) and draws them; --end-lead 0 and a stream in random
+    order have none."""
+    route = datasets.make_route_stream(200, seed=3)
+    np.save(tmp_path / "route.npy", route)
+    np.save(tmp_path / "shuffled.npy", route[np.random.default_rng(0).permutation(len(route))])
+    base = ["curve", "--max-segments", "12", "--history-size", "64"]
+    args = cli.build_parser().parse_args(base + ["--csv", str(tmp_path / "route.npy"), "--out", str(tmp_path / "r.png")])
+    fig = cli.run_curve(args)
+    out = capsys.readouterr().out
+    assert "counts the curve's ends as continued by 4 steps of the trace" in out
+    v, ends = fig["vertices"], fig["prolonged_ends"]
+    assert ends.shape == (2, 2, 2)
+    step = np.sqrt((np.diff(route[-64:], axis=0) ** 2).sum(1).mean())
+    for (start, stop), (end, before) in zip(ends, [(v[0], v[1]), (v[-1], v[-2])]):
+        seg = np.linalg.norm(end - before)           # an end segment shorter than 4 steps: its own length
+        np.testing.assert_allclose(start, end, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(stop, end + min(4 * step, seg) / seg * (end - before), rtol=1e-4, atol=1e-4)
+    with open(tmp_path / "r.png", "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    for extra in (["--csv", str(tmp_path / "route.npy"), "--end-lead", "0"], ["--csv", str(tmp_path / "shuffled.npy")]):
+        fig = cli.run_curve(cli.build_parser().parse_args(base + extra + ["--out", ""]))
+        assert fig["prolonged_ends"].shape[0] == 0 and "continued" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["curve", "--end-lead", "-1"])
+
+
 def test_embed_default(good_runs, data_dir):
     out = _assert_ok(good_runs["embed"], data_dir / "embed.png")
     assert "S-curve (300 points in 3-D" in out

@@ -25,7 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "curve_free_residual", "Slot",
+           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
@@ -154,6 +154,22 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     return jnp.minimum(me, mr / NN_INFLATION) / q
 
 
+def mean_sq_step(recent, n_seen):
+    """() the mean squared distance between consecutive points of the ring of recent points.
+
+    Args:
+      recent: (NN_ROWS, d) the ring, point n in row n mod NN_ROWS.
+      n_seen: () points in the ring so far (all rows valid from NN_ROWS on).
+    """
+    R = recent.shape[0]
+    rows = jnp.arange(R)
+    # row k holds the successor of row k − 1, except the oldest row of a full ring
+    # (its row − 1 holds the newest point) and row 0 of a ring not yet wrapped
+    pair = (rows < n_seen) & jnp.where(n_seen >= R, rows != n_seen % R, rows >= 1)
+    step = _ops.coord_sum((recent - jnp.roll(recent, 1, axis=0)) ** 2)
+    return jnp.sum(jnp.where(pair, step, 0.0)) / jnp.maximum(jnp.sum(pair), 1).astype(recent.dtype)
+
+
 def arrival_order(recent, n_seen):
     """How much the last points arrived in order along a trace: a weight in [0, 1].
 
@@ -172,19 +188,12 @@ def arrival_order(recent, n_seen):
     Returns:
       () the weight (1: in order).
     """
-    R = recent.shape[0]
     dt = recent.dtype
-    rows = jnp.arange(R)
-    valid = rows < n_seen
-    # row k holds the successor of row k − 1, except the oldest row of a full ring
-    # (its row − 1 holds the newest point) and row 0 of a ring not yet wrapped
-    pair = valid & jnp.where(n_seen >= R, rows != n_seen % R, rows >= 1)
-    step = _ops.coord_sum((recent - jnp.roll(recent, 1, axis=0)) ** 2)
+    valid = jnp.arange(recent.shape[0]) < n_seen
     m = jnp.maximum(jnp.sum(valid), 1).astype(dt)
     mean = jnp.sum(jnp.where(valid[:, None], recent, 0.0), 0) / m
     var = jnp.sum(jnp.where(valid, _ops.coord_sum((recent - mean) ** 2), 0.0)) / m
-    mstep = jnp.sum(jnp.where(pair, step, 0.0)) / jnp.maximum(jnp.sum(pair), 1).astype(dt)
-    ratio = mstep / jnp.maximum(2.0 * var, jnp.finfo(dt).tiny)
+    ratio = mean_sq_step(recent, n_seen) / jnp.maximum(2.0 * var, jnp.finfo(dt).tiny)
     weight = jnp.clip((ORDER_NONE - ratio) / (ORDER_NONE - ORDER_FULL), 0.0, 1.0)
     return jnp.where(n_seen >= 16, weight, 0.0).astype(dt)
 

@@ -160,17 +160,54 @@ def _fit_initial(key, state, n0: int, config: Config):
 # predict / loss
 
 
-def loss(state: State, x: Array) -> Array:
-    """Δ(f̂, x): squared distance from x (d,) to the current line (data units)."""
+_END_LEAD = Config._field_defaults["end_lead"]
+
+
+def _in_order(state: State) -> Array:
+    """() bool: the last points arrived in order along a trace (`history.arrival_order`)."""
+    return history.arrival_order(state.recent, state.n_seen) >= history.ORDERED
+
+
+def _lead(recent: Array, n_seen: Array, end_lead: float) -> Array:
+    """() how far the prediction prolongs the line's ends: ``end_lead`` RMS steps of the trace."""
+    return end_lead * geometry.safe_sqrt(history.mean_sq_step(recent, n_seen))
+
+
+def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
+    """Δ(f̂, x): squared distance from x (d,) to the current line (data units).
+
+    On a stream arriving in order (`history.arrival_order`), the line's end
+    segments count as prolonged by ``end_lead`` times the trace's RMS step
+    (`geometry.prolong_ends`; ``Config.end_lead``); otherwise, and with
+    ``end_lead=0``, the line itself.
+    """
     u = (x - state.centre) / state.scale
-    return state.scale ** 2 * geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
+    plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
+    if end_lead == 0:
+        return state.scale ** 2 * plain
+    ext, n_ext = geometry.prolong_ends(state.std_vertices, state.n_vertices,
+                                       _lead(state.recent, state.n_seen, end_lead))
+    prolonged = geometry.polyline_sq_dist(u[None], ext, n_ext)[0]
+    return state.scale ** 2 * jnp.where(_in_order(state), prolonged, plain)
 
 
 def predict(state: State, x: Array) -> Array:
-    """Projection of points (..., d) onto the current line, shape (..., d)."""
+    """Projection of points (..., d) onto the current line itself, shape (..., d).
+
+    The line, not its prolongations: on a stream arriving in order `loss`
+    can be smaller than the squared distance to this projection.
+    """
     flat = (x.reshape(-1, x.shape[-1]) - state.centre) / state.scale
     pt = geometry.polyline_projection(flat, state.std_vertices, state.n_vertices)["point"]
     return (state.centre + state.scale * pt).reshape(x.shape)
+
+
+def _end_sq_dist(u: Array, verts: Array, nv: Array, lead: Array) -> Array:
+    """() u's squared distance to the two prolongations of the line's ends (standardised units)."""
+    ext, n_ext = geometry.prolong_ends(verts, nv, lead)
+    d_head, _ = geometry.segment_sq_dist(u, ext[0], ext[1])
+    d_tail, _ = geometry.segment_sq_dist(u, ext[n_ext - 2], ext[n_ext - 1])
+    return jnp.minimum(d_head, d_tail)
 
 
 # ----------------------------------------------------------------------------
@@ -284,7 +321,12 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
                       rows.sorted_r, rows.sorted_e,
                       slot.n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), memory, drift, state.centre, state.scale, prm)
-    info = Info(s2 * obs.dmin[H], (won.move.nv - 1).astype(jnp.int32), win.explore, won.kind, s2 * obs.sigma2)
+    pred = obs.dmin[H]
+    if config.end_lead > 0:  # the prediction only: the objective, σ̂² and the memory use the line itself
+        lead = _lead(state.recent, state.n_seen, config.end_lead)
+        pred = jnp.where(obs.order >= history.ORDERED, jnp.minimum(pred, _end_sq_dist(u, obs.verts, obs.nv, lead)),
+                         pred)
+    info = Info(s2 * pred, (won.move.nv - 1).astype(jnp.int32), win.explore, won.kind, s2 * obs.sigma2)
     if not inspect:
         return new_state, info
     return new_state, info, _proposal(state, c, win, winner, dl, pr, obj, feasible, draws, W)
@@ -349,12 +391,13 @@ def _build(config: Config, defaults: Params) -> StreamLearner:
             raise ValueError(f"slpc needs at least t0={config.t0} initial points; got {x_init.shape[0]}")
         return init(key, x_init, defaults if params is None else params, config)
 
-    return StreamLearner(init_, _update_kernel(config), predict, loss, defaults, config)
+    return StreamLearner(init_, _update_kernel(config), predict, functools.partial(loss, end_lead=config.end_lead),
+                         defaults, config)
 
 
 def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
          explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-         global_moves: int | None = 8, **param_kwargs) -> StreamLearner:
+         global_moves: int | None = 8, end_lead: float = 4.0, **param_kwargs) -> StreamLearner:
     """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
 
     Two calls with equal arguments return the same learner (its compiled
@@ -384,6 +427,17 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         scored every ~K/G rounds on a line of K segments. None scores all
         of them every round (the round's cost then grows with
         ``max_segments``).
+      end_lead: on a stream arriving in order (a trace: each point near
+        the previous one, `jaxstream.curves.history.arrival_order`), the
+        prequential loss (``info.loss`` and `loss`) is the distance to the
+        line with each end segment continued by ``end_lead`` times the
+        trace's RMS step between consecutive points (the last 64;
+        `jaxstream.geometry.prolong_ends`): the line lags a few points behind
+        a trace's newest end, and the next point lies ahead of it. Only that
+        loss changes: the line, its objective, its noise estimate, `predict`
+        and the wrapper's ``project``/``score`` use the line itself. 0: the
+        line itself always (the paper's Δ); streams in random order are never
+        affected.
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
         the cap on one point's loss in the objective, in noise variances;
@@ -420,5 +474,9 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         raise ValueError(f"history_size={history_size} must be at least t0={t0}")
     if global_moves is not None:
         global_moves = check_capacity(global_moves, "global_moves")
-    config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves)
+    end_lead = float(end_lead)
+    if not (end_lead >= 0 and end_lead < float("inf")):
+        raise ValueError(f"end_lead must be a finite number >= 0; got {end_lead}")
+    config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves,
+                    end_lead)
     return cached_learner(_build, config, default_params, param_kwargs)

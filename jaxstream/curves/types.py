@@ -34,6 +34,9 @@ class Config(NamedTuple):
       init_rounds: rounds of the offline fit at ``init="fit"``.
       penalty: ``"noise"`` or ``"theory"``.
       global_moves: G, deletions and end reversals scored per round (None: all).
+      end_lead: on streams arriving in order, the prequential loss counts the
+        line's end segments as continued by this many RMS steps of the trace
+        (0: never).
     """
 
     max_segments: int = 50
@@ -45,6 +48,7 @@ class Config(NamedTuple):
     init_rounds: int = 100
     penalty: str = "noise"
     global_moves: Optional[int] = 8
+    end_lead: float = 4.0
 
     name = "slpc"
     state_layout = STATE_LAYOUT
@@ -132,7 +136,8 @@ class Info(NamedTuple):
     """Per-round diagnostics of `update`.
 
     Attributes:
-      loss: Δ(f̂_t, x_t), the loss of the line *before* learning x_t (data units).
+      loss: Δ(f̂_t, x_t), the loss of the line *before* learning x_t (data units;
+        on a stream arriving in order, with its ends prolonged: ``Config.end_lead``).
       n_segments: K(f̂_{t+1}) after the update.
       explore: whether the round explored (I_t = 1).
       move: which kind of move won (`jaxstream.curves.MOVE_NAMES`).
