@@ -319,13 +319,13 @@ def run_curve(args) -> dict:
 def _prolonged_ends(model) -> np.ndarray:
     """(2, 2, d) the two prolongations [end vertex, prolonged end] the next point's loss counts when
     the stream ends in order (`jaxstream.slpc`'s ``end_lead``); (0, 2, d) otherwise."""
-    from .curves import history
-    from .curves.learner import _lead
-    from .geometry import prolong_ends
+    from .curves.learner import prolonged_line
     s = model.state_
-    if model.end_lead == 0 or float(history.arrival_order(s.recent, s.n_seen)) < history.ORDERED:
+    if model.end_lead == 0:
         return np.zeros((0, 2, s.vertices.shape[-1]))
-    ext, n = prolong_ends(s.vertices, s.n_vertices, s.scale * _lead(s.recent, s.n_seen, model.end_lead))
+    ext, n, in_order = prolonged_line(s, model.end_lead)
+    if not bool(in_order):
+        return np.zeros((0, 2, s.vertices.shape[-1]))
     ext, n = np.asarray(ext, np.float64), int(n)
     return np.stack([ext[[1, 0]], ext[[n - 2, n - 1]]])
 

@@ -166,8 +166,13 @@ def test_loss_agrees_with_info_loss_and_predict_is_the_line(route_runs):
     x = jnp.asarray(xs[20 + t])
     assert float(L.loss(st, x)) == pytest.approx(float(l2[t]), rel=1e-5)
     assert float(plain.loss(st, x)) == pytest.approx(float(l0[t]), rel=1e-5)
-    pts = np.asarray(xs[20 + t - 10:20 + t + 10])
     v = np.asarray(st.vertices[: int(st.n_vertices)], np.float64)
+    ext, n_ext, in_order = js.curves.learner.prolonged_line(st, LEAD)   # what the CLI draws
+    assert bool(in_order) and int(n_ext) == len(v) + 2
+    (_, h1), (_, t1) = _np_prolongations(v, LEAD * _np_rms_step(xs, 20 + t))
+    np.testing.assert_allclose(np.asarray(ext)[: len(v) + 2], np.concatenate([h1[None], v, t1[None]]),
+                               rtol=1e-4, atol=1e-5)
+    pts = np.asarray(xs[20 + t - 10:20 + t + 10])
     proj = np.asarray(L.predict(st, jnp.asarray(pts)))
     np.testing.assert_allclose(((pts - proj) ** 2).sum(1), np_polyline_sqdist(pts, v), rtol=1e-4, atol=1e-7)
 

@@ -52,7 +52,7 @@ from .types import INITS, PENALTIES, Config, Draws, Info, Observation, Proposal,
 
 Array = jax.Array
 
-__all__ = ["init", "update", "propose", "loss", "predict", "slpc"]
+__all__ = ["init", "update", "propose", "loss", "predict", "prolonged_line", "slpc"]
 
 
 # ----------------------------------------------------------------------------
@@ -171,6 +171,24 @@ def _in_order(state: State) -> Array:
 def _lead(recent: Array, n_seen: Array, end_lead: float) -> Array:
     """() how far the prediction prolongs the line's ends: ``end_lead`` RMS steps of the trace."""
     return end_lead * geometry.safe_sqrt(history.mean_sq_step(recent, n_seen))
+
+
+def prolonged_line(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, Array]:
+    """The line the next point's loss counts: its ends prolonged when the stream arrives in order.
+
+    Args:
+      state: the learner's state.
+      end_lead: how many RMS steps of the trace the end segments are continued by
+        (``Config.end_lead``; each continuation capped at its segment's length).
+
+    Returns:
+      (vertices (V + 2, d) in data units, n () valid rows, in_order () bool). With
+      ``in_order`` true the first and last valid rows are the prolonged ends
+      (`geometry.prolong_ends`); the loss uses this line only then.
+    """
+    ext, n = geometry.prolong_ends(state.std_vertices, state.n_vertices,
+                                   _lead(state.recent, state.n_seen, end_lead))
+    return state.centre + state.scale * ext, n, _in_order(state)
 
 
 def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
