@@ -46,10 +46,19 @@ def _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw, h=0.3):
         assert abs(float(est.grad[j] - fd)) < 4 * float(jnp.sqrt(est.se[j] ** 2 + se_fd ** 2)), (j, est, fd)
 
 
-@pytest.mark.slow  # ~45 s: compiling reverse mode through the slpc round
-def test_slpc_pathwise_grad_matches_finite_difference():
+@pytest.mark.slow  # ~45 s each: compiling reverse mode through the slpc round
+@pytest.mark.parametrize("stream", ["cubic", "route"])
+def test_slpc_pathwise_grad_matches_finite_difference(stream):
+    """On a route arriving in order the loss counts the prolonged ends, whose length comes from
+    the trace's own steps: that path is differentiated too."""
     learner = js.slpc(max_segments=6, history_size=32)
-    xs = _cubic(1, 50)[0]
+    if stream == "cubic":
+        xs = _cubic(1, 50)[0]
+    else:
+        xs = jnp.asarray(js.datasets.make_route_stream(60, seed=3))
+        plain = js.slpc(max_segments=6, history_size=32, end_lead=0.0)
+        assert float(D.stream_loss(learner, KEY, xs, reverse_mode=False)) < \
+            float(D.stream_loss(plain, KEY, xs, reverse_mode=False))      # the prolongation counts
     f = jax.jit(lambda xs: D.stream_loss(learner, KEY, xs))
     g = jax.grad(lambda xs: D.stream_loss(learner, KEY, xs))(xs)
     assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0
