@@ -1,7 +1,8 @@
 """pytest plugin for `.ci/pytest_rerun_crashes.py`. `pytest_runtest_logreport`: the node id of every test that got an outcome,
-one per line, in the file named by $JAXSTREAM_CI_OUTCOMES. The controlling process writes it (xdist
-workers send it their reports); a test counts once its call phase reports, or when its setup or
-teardown fails or skips it, or when its worker crashed (reported as a failure)."""
+one per line, in the file named by $JAXSTREAM_CI_OUTCOMES, in the order they reported, each followed
+by a tab and the xdist worker that ran it ("-" without xdist). The controlling process writes it
+(xdist workers send it their reports); a test counts once its call phase reports, or when its setup
+or teardown fails or skips it, or when its worker crashed (reported as a failure)."""
 import os
 
 
@@ -11,7 +12,9 @@ def pytest_runtest_logreport(report):
         return  # the controlling process receives the worker's reports and writes them
     if path and (report.when == "call" or report.outcome != "passed"):
         with open(path, "a", encoding="utf-8") as f:
-            f.write(report.nodeid + "\n")
+            node = getattr(report, "node", None)                 # set by xdist's controller
+            worker = getattr(getattr(node, "gateway", None), "id", None) or "-"
+            f.write(f"{report.nodeid}\t{worker}\n")
 
 
 def pytest_collection_finish(session):

@@ -10,7 +10,8 @@ failure of the test it was running (``worker 'gw1' crashed while running 'tests/
 pytest does not say so (10 tests of test_grad_streams.py on 2026-11-27), so the tests collected are
 compared with the tests reported (`outcomes_plugin.py`) and the missing ones are run too. An
 assertion failure, an error, or a crash that happens again on the rerun fails CI as before. Every
-rerun is printed, so a crash that keeps coming back shows in the log.
+rerun is printed, so a crash that keeps coming back shows in the log, with the files the crashed
+worker ran before it, in order (to reproduce it in one process: the crash depends on them).
 
 Usage: python .ci/pytest_rerun_crashes.py PYTEST_ARGS...
 """
@@ -58,25 +59,40 @@ def serial_options(argv):
 
 
 def _ids(var, args, echo):
-    """(exit status, output, node ids the plugin wrote to the file in $var) of pytest `args`."""
+    """(exit status, output, [(node id, worker)] the plugin wrote to the file in $var, in order) of pytest `args`."""
     fd, path = tempfile.mkstemp(prefix="jaxstream-ci-")
     os.close(fd)
     try:
         rc, out = run(args, {var: path}, echo)
         with open(path, encoding="utf-8") as f:
-            return rc, out, {line.rstrip("\n") for line in f if line.strip()}
+            rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+        return rc, out, [(r[0], r[1] if len(r) > 1 else "-") for r in rows]
     finally:
         os.unlink(path)
 
 
+def files_run_by(worker, rows):
+    """The test files `worker` reported, in the order it first reported each."""
+    files = []
+    for nodeid, w in rows:
+        f = nodeid.split("::")[0]
+        if w == worker and f not in files:
+            files.append(f)
+    return files
+
+
 def main(argv):
     rc, out, want = _ids("JAXSTREAM_CI_COLLECTED", [*serial_options(argv), "--collect-only"], echo=False)
+    want = {nodeid for nodeid, _ in want}
     if rc != 0 or not want:
         print(out)
         return rc or 1
-    rc, out, reported = _ids("JAXSTREAM_CI_OUTCOMES", argv, echo=True)
-    missing = sorted(want - reported)
+    rc, out, rows = _ids("JAXSTREAM_CI_OUTCOMES", argv, echo=True)
+    missing = sorted(want - {nodeid for nodeid, _ in rows})
     crashed = sorted({m.group(2) for m in CRASH.finditer(out)})
+    for m in CRASH.finditer(out):
+        print(f"== worker {m.group(1)} ran these files, in this order, before it crashed: "
+              f"{' '.join(files_run_by(m.group(1), rows))}", flush=True)
     failed = sorted(set(FAILED.findall(out)))
     if rc == 0 and not missing:
         return 0
