@@ -187,14 +187,18 @@ def test_random_sigkills_of_a_checkpointing_process_then_resume(tmp_path, on_cpu
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
         [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     for attempt in range(N_REAL_KILLS + 5):
+        # Unbuffered: readline() on the raw pipe reads byte by byte, so nothing after the first line
+        # is read ahead into a buffer that communicate() (which reads the descriptor) never sees. A
+        # worker resumed at the last chunk prints "ready" and "done" together; a buffered readline
+        # swallowed the "done" (CI, 2026-11-27).
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "_kill_worker.py"), str(data), str(ckpt), "1"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=env)
         try:
-            line = proc.stdout.readline()
+            line = proc.stdout.readline().decode()
             if kills < N_REAL_KILLS and line.startswith("ready"):
                 time.sleep(rng.uniform(0.0, 0.25))
                 proc.send_signal(signal.SIGKILL)
-            out, err = proc.communicate(timeout=120)
+            out, err = (b.decode(errors="replace") for b in proc.communicate(timeout=120))
         finally:
             if proc.poll() is None:
                 proc.kill()
