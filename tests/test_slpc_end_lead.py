@@ -196,3 +196,6 @@ def test_equivariant_under_scale_and_rotation(route_runs):
 def test_bad_end_lead_is_refused(bad):
     with pytest.raises(ValueError, match="end_lead"):
         js.slpc(end_lead=bad)
+    st = js.slpc(**SMALL).init(jax.random.key(0), datasets.make_cubic_stream(20, seed=0).astype(np.float32))
+    with pytest.raises(ValueError, match="end_lead"):
+        js.curves.learner.prolonged_line(st, bad)

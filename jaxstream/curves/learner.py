@@ -173,21 +173,38 @@ def _lead(recent: Array, n_seen: Array, end_lead: float) -> Array:
     return end_lead * geometry.safe_sqrt(history.mean_sq_step(recent, n_seen))
 
 
+def _check_end_lead(end_lead) -> float:
+    """``end_lead`` as a float, refused unless it is a finite number >= 0."""
+    end_lead = float(end_lead)
+    if not (end_lead >= 0 and end_lead < float("inf")):
+        raise ValueError(f"end_lead must be a finite number >= 0; got {end_lead}")
+    return end_lead
+
+
+def _prolonged_std(state: State, end_lead: float) -> tuple[Array, Array]:
+    """(vertices (V + 2, d), n ()) the line with both ends prolonged, in standard units."""
+    return geometry.prolong_ends(state.std_vertices, state.n_vertices,
+                                 _lead(state.recent, state.n_seen, end_lead))
+
+
 def prolonged_line(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, Array]:
     """The line the next point's loss counts: its ends prolonged when the stream arrives in order.
 
     Args:
       state: the learner's state.
       end_lead: how many RMS steps of the trace the end segments are continued by
-        (``Config.end_lead``; each continuation capped at its segment's length).
+        (``Config.end_lead``, a finite number >= 0; each continuation capped at its
+        segment's length).
 
     Returns:
       (vertices (V + 2, d) in data units, n () valid rows, in_order () bool). With
       ``in_order`` true the first and last valid rows are the prolonged ends
       (`geometry.prolong_ends`); the loss uses this line only then.
+
+    Raises:
+      ValueError: ``end_lead`` negative, NaN or infinite.
     """
-    ext, n = geometry.prolong_ends(state.std_vertices, state.n_vertices,
-                                   _lead(state.recent, state.n_seen, end_lead))
+    ext, n = _prolonged_std(state, _check_end_lead(end_lead))
     return state.centre + state.scale * ext, n, _in_order(state)
 
 
@@ -203,8 +220,7 @@ def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
     plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
     if end_lead == 0:
         return state.scale ** 2 * plain
-    ext, n_ext = geometry.prolong_ends(state.std_vertices, state.n_vertices,
-                                       _lead(state.recent, state.n_seen, end_lead))
+    ext, n_ext = _prolonged_std(state, end_lead)
     prolonged = geometry.polyline_sq_dist(u[None], ext, n_ext)[0]
     return state.scale ** 2 * jnp.where(_in_order(state), prolonged, plain)
 
@@ -492,9 +508,7 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         raise ValueError(f"history_size={history_size} must be at least t0={t0}")
     if global_moves is not None:
         global_moves = check_capacity(global_moves, "global_moves")
-    end_lead = float(end_lead)
-    if not (end_lead >= 0 and end_lead < float("inf")):
-        raise ValueError(f"end_lead must be a finite number >= 0; got {end_lead}")
+    end_lead = _check_end_lead(end_lead)
     config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves,
                     end_lead)
     return cached_learner(_build, config, default_params, param_kwargs)
