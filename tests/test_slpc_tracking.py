@@ -265,10 +265,12 @@ def _run_many(learner, streams, t0=20):
 @pytest.mark.slow
 def test_automatic_memory_forgets_a_drift_and_keeps_a_route():
     """The default (automatic) memory: on a sine arc drifting 3 units over
-    1,000 points the memory becomes finite (shorter than the stream; where it
-    ends oscillates between shrinking while drift is seen and growing by one a
-    round otherwise, so its final value is not asserted) and the prequential loss
-    stays within 2.6× the noise energy (unlimited memory: 1.3× more at least);
+    1,000 points the memory becomes finite and stays short (< 300 rounds at the
+    end: where it ends oscillates between shrinking while drift is seen and
+    growing otherwise; before rounds that cannot test stopped growing it, seed 0
+    ended at 642 with the line smeared over the band) and the prequential loss
+    stays within 2× the noise energy, issue 22's target (unlimited memory: 2×
+    more at least);
     on a route arriving in order it ends long (> 300 rounds) and the final
     line fits the whole route (R² > 0.99 on two of the three seeds and > 0.95
     on all: a route that passes near its own earlier legs can look like drift
@@ -282,11 +284,11 @@ def test_automatic_memory_forgets_a_drift_and_keeps_a_route():
     clean = [datasets.make_drifting_curve_stream(1000, seed=s, noise=0.0) for s in seeds]
     energy = np.array([((x - c)[20:] ** 2).sum() for x, c in zip(drift, clean)])
     fin, losses = _run_many(L, drift)
-    assert np.all(np.asarray(fin.memory) < 1000), np.asarray(fin.memory)
+    assert np.all(np.asarray(fin.memory) < 300), np.asarray(fin.memory)
     ratio = np.asarray(losses, np.float64).sum(1) / energy
-    assert np.all(ratio < 2.6), ratio
+    assert np.all(ratio < 2.0), ratio
     _, losses_inf = _run_many(js.slpc(memory=float("inf")), drift)
-    assert np.all(np.asarray(losses_inf, np.float64).sum(1) / energy > 1.3 * ratio)
+    assert np.all(np.asarray(losses_inf, np.float64).sum(1) / energy > 2.0 * ratio)
     route = [datasets.make_route_stream(600, seed=s) for s in seeds]
     fin, losses = _run_many(L, route)
     assert np.all(np.asarray(fin.memory) > 300)

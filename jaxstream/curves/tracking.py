@@ -28,7 +28,8 @@ old points lie away from where the stream is now. An
 exponential moving average of "farther by more than DRIFT_FACTOR" above
 DRIFT_HIGH shrinks τ by MEMORY_SHRINK a round (down to MEMORY_MIN, and
 from the stream's length the first time); otherwise τ grows by one a round
-(a window since the last change). The memory settles where the points about
+(a window since the last change), except on a stream in random order in a
+round that could not test x_t, where it stays. The memory settles where the points about
 τ old are about the noise level away: a lag of about one noise standard
 deviation.
 
@@ -179,4 +180,11 @@ def follow_drift(state: State, obs: Observation, r_u):
     farther = (r_old > DRIFT_FACTOR * jnp.maximum(r_u, obs.sigma2)).astype(dt)
     drift = jnp.where(counts, DRIFT_EMA * state.drift + (1 - DRIFT_EMA) * farther, state.drift)
     shrunk = jnp.maximum(MEMORY_MIN, jnp.minimum(state.memory, state.n_seen.astype(dt)) * MEMORY_SHRINK)
-    return jnp.where(counts & (drift > DRIFT_HIGH), shrunk, state.memory + 1.0), drift
+    # τ grows only on evidence: a round that tested x_t and saw no drift, or a trace in order (where
+    # new ground says nothing). On a stream in random order a round that cannot test leaves τ as it
+    # is: once the line has grown a strand for the newest points of a drifting curve, every old
+    # point projects on one side of x_t along it, no round could test, and τ grew by one a round
+    # for good (to 642 at the end of a 1,000-point drifting arc, the line smeared over the band it
+    # swept). Held at τ, the rows age past it and the test resumes.
+    grow = counts | (obs.order >= history.ORDERED)
+    return jnp.where(counts & (drift > DRIFT_HIGH), shrunk, jnp.where(grow, state.memory + 1.0, state.memory)), drift
