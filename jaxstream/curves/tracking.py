@@ -29,9 +29,9 @@ exponential moving average of "farther by more than DRIFT_FACTOR" above
 DRIFT_HIGH shrinks τ by MEMORY_SHRINK a round (down to MEMORY_MIN, and
 from the stream's length the first time); otherwise τ grows by one a round
 (a window since the last change), except on a stream in random order in a
-round that could not test x_t, where it stays. The memory settles where the points about
-τ old are about the noise level away: a lag of about one noise standard
-deviation.
+round that could not test x_t, where it stays. The memory settles where the
+points about τ old are about the noise level away: a lag of about one noise
+standard deviation.
 
 Guarantee: with τ = inf the objective is the paper's (regret O(√T) against
 the best fixed line of the class). With a finite τ, follow-the-perturbed-
