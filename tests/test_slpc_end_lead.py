@@ -199,3 +199,5 @@ def test_bad_end_lead_is_refused(bad):
     st = js.slpc(**SMALL).init(jax.random.key(0), datasets.make_cubic_stream(20, seed=0).astype(np.float32))
     with pytest.raises(ValueError, match="end_lead"):
         js.curves.learner.prolonged_line(st, bad)
+    with pytest.raises(ValueError, match="end_lead"):
+        js.curves.learner.loss(st, st.centre, bad)

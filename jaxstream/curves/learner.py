@@ -215,7 +215,11 @@ def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
     segments count as prolonged by ``end_lead`` times the trace's RMS step
     (`geometry.prolong_ends`; ``Config.end_lead``); otherwise, and with
     ``end_lead=0``, the line itself.
+
+    Raises:
+      ValueError: ``end_lead`` negative, NaN or infinite (a static number).
     """
+    end_lead = _check_end_lead(end_lead)
     u = (x - state.centre) / state.scale
     plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
     if end_lead == 0:
