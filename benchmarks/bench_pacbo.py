@@ -29,7 +29,8 @@ R is the largest norm of each stream (what the R package recommends).
 
 Issue 25 / 22 modes (each prints its figures and exits):
   --families [NAMES]: the stream families (four groups of 50; unequal sizes and
-     spreads; the ten-group ramp; six groups in 3-D; four groups 3σ apart), T=200,
+     spreads; the ten-group ramp; six groups in 3-D; four groups 3σ apart; five groups
+     ≥ 8σ apart in 10-D and in 30-D), T=200,
      radius learned, held-out seeds 500-549 × 2 keys (--tune: the tuning seeds
      100-123 on which the defaults were chosen): P(k̂_T = k) with Wilson 95 %
      intervals, mean |k̂_t − k_t|, the loss of rounds 2..T against the running-mean
@@ -429,6 +430,25 @@ def _six3d_stream(seed, T=T_FAM):
     return xs.astype(np.float64), lab
 
 
+def _spread_means(rng, k, d, sep):
+    """k means in d dimensions, Gaussian, rescaled so that typical pairs are 1.3·sep apart, redrawn until
+    every pair is at least sep apart."""
+    while True:
+        m = rng.standard_normal((k, d)) * 1.3 * sep / math.sqrt(2 * d)
+        gap = np.linalg.norm(m[:, None] - m[None], axis=-1)
+        if gap[~np.eye(k, dtype=bool)].min() >= sep:
+            return m
+
+
+def _highdim_stream(seed, d, T=T_FAM):
+    """Five unit-variance groups in d dimensions, means at least 8σ apart, balanced, random order
+    (the noise, √d·σ from a group's mean, grows with d; the separation does not)."""
+    rng = np.random.default_rng(11000 + 100 * d + seed)
+    means = _spread_means(rng, 5, d, 8.0)
+    lab = (np.arange(T) % 5)[rng.permutation(T)]
+    return means[lab] + rng.standard_normal((T, d)), lab
+
+
 def _close_stream(seed, T=T_FAM):
     """Four unit-variance groups on a square of side 3 (neighbours 3σ apart: closer than 4σ),
     balanced, random order; the k target is not expected here (the mixture is nearly unimodal
@@ -458,6 +478,8 @@ FAMILIES = {
     "ramp": (_ramp_stream, True),        # ten groups on a circle, a new one every 20 points
     "six3d": (_six3d_stream, True),      # six groups in 3-D
     "close": (_close_stream, False),     # four groups 3σ apart
+    "five10d": (lambda seed: _highdim_stream(seed, 10), True),  # five groups ≥ 8σ apart in 10-D
+    "five30d": (lambda seed: _highdim_stream(seed, 30), True),  # the same in 30-D
 }
 
 
@@ -513,7 +535,11 @@ def birch_prequential(xs, threshold):
 
 def birch_best(xs, k_t, thresholds=(1.0, 1.5, 2.0, 2.5, 3.0)):
     """Birch at each threshold on all streams; returns {threshold: (loss per stream, k̂_t (S, T),
-    per-round losses (S, T − 1))}."""
+    per-round losses (S, T − 1))}. Above d = 3 the thresholds (a subcluster's radius, in the data's
+    units) are scaled by √(d/2): a unit-variance group's radius grows like √d."""
+    d = np.shape(xs)[-1]
+    if d > 3:
+        thresholds = tuple(round(th * math.sqrt(d / 2), 2) for th in thresholds)
     out = {}
     for th in thresholds:
         res = [birch_prequential(x, th) for x in xs]

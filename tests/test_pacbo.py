@@ -271,6 +271,25 @@ def test_proposal_rows_match_numpy(k):
             assert float(rows.max_within[r]) == pytest.approx(w_j.max(), rel=1e-5)
 
 
+def test_singleton_bound_is_the_largest_noise_distance_of_n_points():
+    """b_d(n) is BIC's d·log n where d ≤ 2 and the χ²_d quantile at 1/n (SciPy) above, which is
+    about where the largest of n squared noise distances falls (a NumPy simulation)."""
+    from scipy.stats import chi2
+    for n in (5.0, 20.0, 200.0, 1e4):
+        for d in (1, 2):
+            assert float(Q.singleton_bound(n, d)) == pytest.approx(d * math.log(n), rel=1e-6)
+        for d in (3, 10, 30):
+            want = min(d * math.log(n), chi2.isf(1.0 / n, d))
+            assert float(Q.singleton_bound(n, d)) == pytest.approx(want, rel=1e-3)
+            assert want < d * math.log(n)
+    rng = np.random.default_rng(0)
+    for d, n in ((3, 20), (30, 20), (30, 200)):
+        top = np.max(np.sum(rng.standard_normal((2000, n, d)) ** 2, axis=2), axis=1)
+        # P(max of n χ²_d > q(1/n)) = 1 − (1 − 1/n)^n ≈ 1 − 1/e; BIC's d·log n is far in the tail for d = 30.
+        assert np.mean(top > float(Q.singleton_bound(n, d))) == pytest.approx(1 - (1 - 1 / n) ** n, abs=0.04)
+    assert np.mean(top > 30 * math.log(200)) < 1e-3
+
+
 def test_price_and_schedules_match_formulas():
     d, n, k1, W = 3, 50.0, 4.0, 120.0
     var = W / (d * (n - k1))
@@ -280,7 +299,9 @@ def test_price_and_schedules_match_formulas():
     assert np.isnan(float(Q.noise_variance(0.0, 2.0, 0.0, 1.0, 1.0, d)))
     w_max = 90.0  # the widest cluster's W_j: its noise split saves (2/(π·d))·W_max
     assert float(Q.centre_price(var, w_max, n, d, 3.0)) == pytest.approx(3 * (2 / (math.pi * d)) * w_max)
-    assert float(Q.centre_price(var, 5.0, n, d, 3.0)) == pytest.approx(d * math.log(n) * var)  # the floor
+    # The floor: what one noise point's own centre saves, σ̂²·min(d·log n, χ²_d quantile at 1/n).
+    assert float(Q.centre_price(var, 5.0, n, d, 3.0)) == pytest.approx(float(Q.singleton_bound(n, d)) * var)
+    assert float(Q.centre_price(var, 5.0, n, 2, 3.0)) == pytest.approx(2 * math.log(n) * var)
     assert float(Q.centre_price(var, w_max, n, d, 0.0)) == 0.0  # price_scale = 0: no price, floor included
     assert float(Q.prior_rate(0.2, 7.0, 9.0)) == pytest.approx(1.4 + math.log(9.0))
     assert float(Q.prior_rate(0.2, 7.0, 9.0, 0.5)) == pytest.approx(1.4 + 0.5 * math.log(9.0))

@@ -17,17 +17,25 @@ centre would lower its within-cluster sum of squares W_j by the fraction
 centre is ``price_scale`` times this saving for the cluster where a split
 saves most, the one with the largest W_j::
 
-    P_t = max(price_scale · (2/(π·d)) · W_max, σ̂² · d · log n),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
+    P_t = max(price_scale · (2/(π·d)) · W_max, σ̂² · b_d(n)),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
 
 with W_max the largest W_j of the round's k̂ + 1 row (the largest k the round
 can reach: there a new group's first points have their own centre and do not
 inflate W_max) and σ̂² its within-cluster variance per coordinate with the
 degrees of freedom the centres use up removed (when n ≤ k̂ + 1 the k̂ row's
 W_{k̂}/(d·(n − k̂)) is used, and when n < k̂ + 1 the k̂ + 1 row is not proposed:
-at most one centre per point). The floor d·σ̂²·log n (BIC's price per centre in
-the units of S) keeps centres on one or two points from being cheap. Default
-price_scale 2 (issue 25, chosen on tuning streams: `jaxstream.clustering.pacbo`,
-"Defaults"): a noise split of the widest cluster must save twice its
+at most one centre per point). The floor σ̂²·b_d(n) keeps centres on one or two
+points from being cheap: a centre on one point saves that point's squared
+distance, σ̂²·χ²_d for a noise point, so b_d(n) = min(d·log n, q_d(1/n)), with
+q_d(1/n) the χ²_d quantile that the largest of n noise points reaches (BIC's
+d·log n where d ≤ 2: q_2(1/n) = 2·log n exactly, q_1 is above it). BIC's price
+grows like d·log n, the largest noise distance only like d + 2·√(d·log n) +
+2·log n: in d = 30 BIC asked twice what a singleton can save (90 against 44 at
+n = 20), so well-separated groups waited for points they did not need. Five
+groups 8σ apart (`bench_pacbo.py --families`, held out): loss 1.231× → 1.131×
+the running-mean oracle in d = 30, 1.140× → 1.106× in d = 10; six groups in 3-D
+unchanged (1.163× → 1.164×); d ≤ 2 bit for bit. Default price_scale 2 (issue
+25, chosen on tuning streams: `jaxstream.clustering.pacbo`, "Defaults"): a noise split of the widest cluster must save twice its
 expectation. Earlier rules priced the average cluster (W_max replaced by the
 mean W_j, i.e. σ̂²·n/(k̂ + 1)): a split of a true group of above-average size
 or spread then paid for itself (four groups of unequal sizes and spreads:
@@ -88,12 +96,13 @@ from jax import lax
 from jax.scipy.special import gammaln
 
 from .._loops import fori_upto
+from .forgetting import chi2_quantile
 from .lloyd import center_mask, nearest_center
 
 Array = jax.Array
 ENERGY_BLOCK = 4  # centre slots per step of the energies' loop (unrolled)
 
-__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior", "centre_price",
+__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior", "singleton_bound", "centre_price",
            "prior_rate", "quasi_posterior_energy", "energies", "LogTarget", "log_target_fn"]
 
 
@@ -142,8 +151,27 @@ def log_prior(centers: Array, n_clusters, ball_center: Array, ball_radius, eta) 
     return jnp.where(inside, -k * (eta + log_ball_volume(ball_radius, d)), -jnp.inf)
 
 
+def singleton_bound(n, d: int) -> Array:
+    """b_d(n) = min(d·log n, q_d(1/n)): what one noise point's own centre can save, in units of σ̂².
+
+    q_d(1/n) is the χ²_d quantile at tail probability 1/n (the largest squared
+    distance of n noise points to their centre, in noise variances); it equals
+    BIC's d·log n for d = 2 and exceeds it for d = 1, so the BIC form is kept for
+    d ≤ 2 (static d).
+
+    Args:
+      n: the number of points (any shape; floored at 1, and at 2 for the quantile).
+      d: dimension (static).
+    """
+    n = jnp.maximum(n, 1.0)
+    bic = d * jnp.log(n)
+    if d <= 2:
+        return bic
+    return jnp.minimum(bic, chi2_quantile(1.0 / jnp.maximum(n, 2.0), d))
+
+
 def centre_price(variance, max_within, n, d: int, price_scale) -> Array:
-    """P = max(price_scale·(2/(π·d))·W_max, σ̂²·d·log n), in the units of S (module docstring).
+    """P = max(price_scale·(2/(π·d))·W_max, σ̂²·b_d(n)), in the units of S (module docstring).
 
     Args:
       variance: σ̂², the within-cluster variance per coordinate (`noise_variance`).
@@ -151,12 +179,10 @@ def centre_price(variance, max_within, n, d: int, price_scale) -> Array:
         k̂ + 1 row (weighted like S): what splitting that cluster saves if it is pure noise is
         (2/(π·d))·W_max.
       n: the number of points S stands for; d: dimension; price_scale: multiplier (0: no
-        price, the BIC floor included: with ``log_n_weight=0`` the prior on k is flat, as in
+        price, the floor included: with ``log_n_weight=0`` the prior on k is flat, as in
         the R package).
     """
-    # Floor d·σ̂²·log n (BIC's price in the units of S): a centre on a few points saves about d·σ̂².
-    n = jnp.maximum(n, 1.0)
-    p = jnp.maximum(price_scale * (2.0 / (math.pi * d)) * max_within, variance * d * jnp.log(n))
+    p = jnp.maximum(price_scale * (2.0 / (math.pi * d)) * max_within, variance * singleton_bound(n, d))
     return jnp.where(price_scale > 0, p, 0.0)
 
 
