@@ -35,9 +35,10 @@ n = 20), so well-separated groups waited for points they did not need. Five
 groups 8σ apart (`bench_pacbo.py --families`, held out): loss 1.231× → 1.131×
 the running-mean oracle in d = 30, 1.140× → 1.106× in d = 10; six groups in 3-D
 unchanged (1.163× → 1.164×); d ≤ 2 bit for bit. Default price_scale 2 (issue
-25, chosen on tuning streams: `jaxstream.clustering.pacbo`, "Defaults"): a noise split of the widest cluster must save twice its
-expectation. Earlier rules priced the average cluster (W_max replaced by the
-mean W_j, i.e. σ̂²·n/(k̂ + 1)): a split of a true group of above-average size
+25, chosen on tuning streams: `jaxstream.clustering.pacbo`, "Defaults"): a
+noise split of the widest cluster must save twice its expectation. Earlier
+rules priced the average cluster (W_max replaced by the mean W_j, i.e.
+σ̂²·n/(k̂ + 1)): a split of a true group of above-average size
 or spread then paid for itself (four groups of unequal sizes and spreads:
 k̂_T = 4 in 21/48 runs, against 47/48 with W_max), and the price fell as
 spurious centres were accepted, so k̂ could run away upwards. The prior rate
@@ -102,8 +103,9 @@ from .lloyd import center_mask, nearest_center
 Array = jax.Array
 ENERGY_BLOCK = 4  # centre slots per step of the energies' loop (unrolled)
 
-__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior", "singleton_bound", "centre_price",
-           "prior_rate", "quasi_posterior_energy", "energies", "LogTarget", "log_target_fn"]
+__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior",
+           "singleton_bound", "centre_price", "prior_rate", "quasi_posterior_energy", "energies", "LogTarget",
+           "log_target_fn"]
 
 
 def lambda_schedule(lambda_scale, lambda_power, radius, n, d: int, noise_sd=1.0) -> Array:
