@@ -246,13 +246,35 @@ def _save(fig, plt, out):
     print(f"picture: {out}")
 
 
-def _xy(xs, names):
-    """Two coordinates to draw: the first two columns, or (index, value) in 1-D. A .npy file's
-    columns are named by their indices; the axes say "column 0" rather than a bare "0"."""
+def _plane(xs, names):
+    """The plane a picture shows: ``(project, x label, y label)``, ``project(a)`` mapping (m, d)
+    points to (m, 2).
+
+    In 2-D the two columns. Above 2-D the points' first two principal axes (about their mean):
+    the plane that shows most of their spread, where the first two columns of well-separated
+    groups in many dimensions often overlap. A .npy file's columns are named by their indices;
+    the axes say "column 0" rather than a bare "0".
+    """
     label = [f"column {n}" if str(n).isdigit() else n for n in names]
+    if xs.shape[1] <= 2:
+        return (lambda a: np.asarray(a, np.float64)[:, :2]), label[0], label[-1]
+    mean = xs.mean(axis=0)
+    _, sv, vt = np.linalg.svd(xs - mean, full_matrices=False)
+    share = sv ** 2 / max(float(np.sum(sv ** 2)), np.finfo(np.float64).tiny)
+    axes = vt[:2].T
+    return ((lambda a: (np.asarray(a, np.float64) - mean) @ axes),
+            f"PC 1 of the points ({share[0]:.0%} of their variance)",
+            f"PC 2 ({share[1]:.0%}; {xs.shape[1]} columns in all)")
+
+
+def _xy(xs, names):
+    """Two coordinates to draw (`_plane`), or (index, value) in 1-D: ``(u, v, x label, y label, project)``."""
     if xs.shape[1] >= 2:
-        return xs[:, 0], xs[:, 1], label[0], label[1]
-    return np.arange(len(xs)), xs[:, 0], "arrival", label[0]
+        project, xl, yl = _plane(xs, names)
+        uv = project(xs)
+        return uv[:, 0], uv[:, 1], xl, yl, project
+    label = [f"column {n}" if str(n).isdigit() else n for n in names]
+    return np.arange(len(xs)), xs[:, 0], "arrival", label[0], None
 
 
 # ---------------------------------------------------------------------------
@@ -333,13 +355,15 @@ def _prolonged_ends(model) -> np.ndarray:
 def _plot_curve(plt, xs, figures, names, out, title, losses):
     vertices = figures["vertices"]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5), gridspec_kw=dict(width_ratios=[1.3, 1]))
-    u, v, xl, yl = _xy(xs, names)
+    u, v, xl, yl, project = _xy(xs, names)
     sc = ax.scatter(u, v, c=np.arange(len(xs)), cmap="viridis", s=12, label="stream", zorder=2)
-    if xs.shape[1] >= 2:
+    if project is not None:
         # Hollow vertex markers: a vertex placed on a lone point must not hide it.
-        ax.plot(vertices[:, 0], vertices[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
+        pv = project(vertices)
+        ax.plot(pv[:, 0], pv[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
                 zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
         for j, seg in enumerate(figures["prolonged_ends"]):
+            seg = project(seg)
             ax.plot(seg[:, 0], seg[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
                     label="prolonged ends (the next point's loss)" if j == 0 else None)
     fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
@@ -444,21 +468,23 @@ def run_cluster(args) -> dict:
 def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth, in_memory):
     fig = plt.figure(figsize=(11, 5))
     ax = fig.add_subplot(1, 2, 1)
-    u, v, xl, yl = _xy(xs, names)
+    u, v, xl, yl, project = _xy(xs, names)
     if not in_memory.all():
         ax.scatter(u[~in_memory], v[~in_memory], c="0.75", s=8, alpha=0.6, zorder=1,
                    label=f"not in memory ({int((~in_memory).sum())} points: forgotten or out of the sample)")
     ax.scatter(u[in_memory], v[in_memory], c=labels[in_memory], cmap="tab10" if labels.max() < 10 else "tab20",
                s=12, alpha=0.8, vmin=0, vmax=9 if labels.max() < 10 else 19, zorder=2)
     c = figures["centers"]
-    if xs.shape[1] >= 2:
+    if project is not None:
+        c = project(c)
         ax.scatter(c[:, 0], c[:, 1], marker="X", s=160, c="k", edgecolors="w", linewidths=1.5, zorder=3,
                    label=rf"PACBO centres ($\hat{{k}}$={figures['n_clusters']})")
-        pv = figures["provisional"]
+        pv = project(figures["provisional"]) if len(figures["provisional"]) else []
         if len(pv):
             ax.scatter(pv[:, 0], pv[:, 1], marker="X", s=120, facecolors="none", edgecolors="k", linewidths=1.0,
                        zorder=3, label=f"provisional centres ({len(pv)}: recent points no cluster explains)")
         if truth is not None:
+            truth = project(truth)
             ax.scatter(truth[:, 0], truth[:, 1], marker="o", s=160, facecolors="none", edgecolors="crimson",
                        linewidths=1.5, zorder=3, label="true means")
         ax.legend(loc="best", fontsize=8, framealpha=0.6)  # see-through: it may sit on a lone point
@@ -556,7 +582,7 @@ def _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, out, title):
         ax0.set_zlabel(names[2])
     else:
         ax0 = fig.add_subplot(1, 3, 1)
-        u, v, xl, yl = _xy(xs, names)
+        u, v, xl, yl, _ = _xy(xs, names)
         ax0.scatter(u, v, c=order, cmap="viridis", s=5)
         ax0.scatter(u[lm_idx], v[lm_idx], s=30, facecolors="none", edgecolors="crimson", linewidths=1.0)
         ax0.set_xlabel(xl)
@@ -636,7 +662,8 @@ def _common(p, out):
                    help="also save the learned state as a checkpoint (jaxstream.checkpoint.load reads it)")
 
 
-HELP_EPILOG = ("Bad data files give one error line on stderr and exit status 2 "
+HELP_EPILOG = ("Data with more than two columns are drawn in the plane of their first two principal "
+               "axes (curve, cluster). Bad data files give one error line on stderr and exit status 2 "
                "(set JAXSTREAM_DEBUG=1 to see the traceback instead).")
 
 

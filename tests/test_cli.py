@@ -390,3 +390,32 @@ def test_compilation_cache_location(monkeypatch, tmp_path):
         assert cli.compilation_cache_dir() == str(tmp_path / "mine")
     finally:
         jax.config.update("jax_compilation_cache_dir", own)
+
+
+def test_pictures_of_many_columns_show_the_principal_plane(tmp_path):
+    """Above 2-D a picture shows the points' first two principal axes: points lying in a plane of
+    6-D space keep their pairwise distances there, and the centres drawn are the projected ones.
+    In 2-D the columns themselves."""
+    rng = np.random.default_rng(0)
+    flat = np.concatenate([rng.normal(size=(60, 2)) * [3.0, 1.0], [[8.0, 0.0]] * 3])
+    q, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    xs = flat @ q[:, :2].T + rng.normal(size=6)       # a plane through some point of 6-D space
+    project, xl, yl = cli._plane(xs, [str(j) for j in range(6)])
+    uv = project(xs)
+    dist = lambda a: np.linalg.norm(a[:, None] - a[None], axis=-1)
+    np.testing.assert_allclose(dist(uv), dist(flat), atol=1e-9)
+    assert xl.startswith("PC 1") and "6 columns" in yl
+    two = rng.normal(size=(10, 2))
+    project2, xl2, yl2 = cli._plane(two, ["lon", "lat"])
+    np.testing.assert_array_equal(project2(two), two)
+    assert (xl2, yl2) == ("lon", "lat")
+    if cli._pyplot() is None:
+        pytest.skip("matplotlib is not installed")
+    import matplotlib.pyplot as plt
+    centres = np.stack([xs[:60].mean(0), xs[60:].mean(0)])
+    figures = dict(centers=centres, n_clusters=2, provisional=xs[-1:], k_over_time=np.full(63, 2))
+    out = tmp_path / "six.png"
+    cli._plot_cluster(plt, xs, (np.arange(63) >= 60).astype(int), figures, [str(j) for j in range(6)], str(out),
+                      "six-D", np.ones(63), None, np.ones(63, bool))
+    with open(out, "rb") as f:
+        assert f.read(8) == PNG_MAGIC
