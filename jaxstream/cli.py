@@ -246,25 +246,31 @@ def _save(fig, plt, out):
     print(f"picture: {out}")
 
 
-def _plane(xs, names):
-    """The plane a picture shows: ``(project, x label, y label)``, ``project(a)`` mapping (m, d)
-    points to (m, 2).
+def _axes(xs, names, n: int = 2):
+    """The axes a picture shows: ``(project, labels, note)``, ``project(a)`` mapping (m, d) points to
+    (m, n), ``labels`` the n axis names and ``note`` what the axes are ("" for the columns).
 
-    In 2-D the two columns. Above 2-D the points' first two principal axes (about their mean):
-    the plane that shows most of their spread, where the first two columns of well-separated
-    groups in many dimensions often overlap. A .npy file's columns are named by their indices;
-    the axes say "column 0" rather than a bare "0".
+    With at most n columns, the columns. With more, the points' first n principal axes (about
+    their mean): the view that shows most of their spread, where the first columns of
+    well-separated groups in many dimensions often overlap. A .npy file's columns are named by
+    their indices; the axes say "column 0" rather than a bare "0".
     """
-    label = [f"column {n}" if str(n).isdigit() else n for n in names]
-    if xs.shape[1] <= 2:
-        return (lambda a: np.asarray(a, np.float64)[:, :2]), label[0], label[-1]
+    label = [f"column {c}" if str(c).isdigit() else c for c in names]
+    if xs.shape[1] <= n:
+        return (lambda a: np.asarray(a, np.float64)), label, ""
     mean = xs.mean(axis=0)
     _, sv, vt = np.linalg.svd(xs - mean, full_matrices=False)
     share = sv ** 2 / max(float(np.sum(sv ** 2)), np.finfo(np.float64).tiny)
-    axes = vt[:2].T
-    return ((lambda a: (np.asarray(a, np.float64) - mean) @ axes),
-            f"PC 1 of the points ({share[0]:.0%} of their variance)",
-            f"PC 2 ({share[1]:.0%}; {xs.shape[1]} columns in all)")
+    axes = vt[:n].T
+    labels = [f"PC {j + 1} ({share[j]:.0%})" for j in range(n)]
+    note = f"first {n} principal axes of {xs.shape[1]} columns"
+    return (lambda a: (np.asarray(a, np.float64) - mean) @ axes), labels, note
+
+
+def _plane(xs, names):
+    """`_axes` with two axes: ``(project, x label, y label)``; principal axes say so on the x axis."""
+    project, labels, note = _axes(xs, names, 2)
+    return project, labels[0] + (f" ({note}; % of the variance)" if note else ""), labels[1]
 
 
 def _xy(xs, names):
@@ -573,13 +579,15 @@ def _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, out, title):
     fig = plt.figure(figsize=(12, 5))
     order = np.arange(len(xs))
     if xs.shape[1] >= 3:
+        project, labels, note = _axes(xs, names, 3)
+        p3 = project(xs)
         ax0 = fig.add_subplot(1, 3, 1, projection="3d")
-        ax0.scatter(xs[:, 0], xs[:, 1], xs[:, 2], c=order, cmap="viridis", s=5)
-        ax0.scatter(xs[lm_idx, 0], xs[lm_idx, 1], xs[lm_idx, 2], s=30, facecolors="none",
+        ax0.scatter(p3[:, 0], p3[:, 1], p3[:, 2], c=order, cmap="viridis", s=5)
+        ax0.scatter(p3[lm_idx, 0], p3[lm_idx, 1], p3[lm_idx, 2], s=30, facecolors="none",
                     edgecolors="crimson", linewidths=1.0)
-        ax0.set_xlabel(names[0])
-        ax0.set_ylabel(names[1])
-        ax0.set_zlabel(names[2])
+        ax0.set_xlabel(labels[0])
+        ax0.set_ylabel(labels[1])
+        ax0.set_zlabel(labels[2])
     else:
         ax0 = fig.add_subplot(1, 3, 1)
         u, v, xl, yl, _ = _xy(xs, names)
@@ -587,7 +595,7 @@ def _plot_embed(plt, xs, Y, lm_idx, eps_t, figures, names, out, title):
         ax0.scatter(u[lm_idx], v[lm_idx], s=30, facecolors="none", edgecolors="crimson", linewidths=1.0)
         ax0.set_xlabel(xl)
         ax0.set_ylabel(yl)
-    ax0.set_title("data (landmarks circled)", fontsize=10)
+    ax0.set_title("data (landmarks circled)" + (f"\non its {note}" if xs.shape[1] > 3 else ""), fontsize=10)
     ax = fig.add_subplot(1, 3, 2)
     if Y.shape[1] >= 2:
         u, v, xl, yl = Y[:, 0], Y[:, 1], "MDS 1", "MDS 2"
@@ -662,8 +670,8 @@ def _common(p, out):
                    help="also save the learned state as a checkpoint (jaxstream.checkpoint.load reads it)")
 
 
-HELP_EPILOG = ("Data with more than two columns are drawn in the plane of their first two principal "
-               "axes (curve, cluster). Bad data files give one error line on stderr and exit status 2 "
+HELP_EPILOG = ("Data with more columns than a picture's axes (two; three for the embed command's data) are "
+               "drawn on their first principal axes. Bad data files give one error line on stderr and exit status 2 "
                "(set JAXSTREAM_DEBUG=1 to see the traceback instead).")
 
 

@@ -404,7 +404,7 @@ def test_pictures_of_many_columns_show_the_principal_plane(tmp_path):
     uv = project(xs)
     dist = lambda a: np.linalg.norm(a[:, None] - a[None], axis=-1)
     np.testing.assert_allclose(dist(uv), dist(flat), atol=1e-9)
-    assert xl.startswith("PC 1") and "6 columns" in yl
+    assert xl.startswith("PC 1") and "6 columns" in xl and yl.startswith("PC 2")
     two = rng.normal(size=(10, 2))
     project2, xl2, yl2 = cli._plane(two, ["lon", "lat"])
     np.testing.assert_array_equal(project2(two), two)
