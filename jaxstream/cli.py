@@ -279,8 +279,7 @@ def _xy(xs, names):
         project, xl, yl = _plane(xs, names)
         uv = project(xs)
         return uv[:, 0], uv[:, 1], xl, yl, project
-    label = [f"column {n}" if str(n).isdigit() else n for n in names]
-    return np.arange(len(xs)), xs[:, 0], "arrival", label[0], None
+    return np.arange(len(xs)), xs[:, 0], "arrival", _axes(xs, names, 1)[1][0], None
 
 
 # ---------------------------------------------------------------------------
