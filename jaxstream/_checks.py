@@ -286,6 +286,8 @@ PARAM_RANGES = {
         "price_scale": Range(0.0, what="the price of a centre"),
         "log_n_weight": Range(0.0, what="the log n weight of the prior rate"),
         "noise_scale": Range(**_POS, nan_ok=True, what="the noise scale sigma (None/NaN: estimated)"),
+        "noise_prior_points": Range(0.0, hi_open=False, what="the weight of the noise scale's guess in points "
+                                                              "(inf: sigma = noise_scale exactly)"),
         "proposal_scale": Range(**_POS, what="the initial multiplier of the proposal scales"),
         "scale_spread": Range(1.0, what="the ratio between the two proposal scales"),
         "adapt_rate": Range(0.0, what="the adaptation step of the proposal scale"),

@@ -413,7 +413,7 @@ def run_cluster(args) -> dict:
     _need_rows(xs, 2, "PACBO")
     xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
-              lambda_scale=args.lambda_scale, drift_level=args.drift_level)
+              lambda_scale=args.lambda_scale, drift_level=args.drift_level, noise_scale=args.noise_scale)
     kw = {k: v for k, v in kw.items() if v is not None}
     start = time.perf_counter()
     model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
@@ -753,6 +753,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--radius", type=_positive_float, metavar="R",
                    help="bound on the norm of the points, a ball centred at the origin (default: none; the "
                         "prior ball is learned from the stream, so results do not depend on units or origin)")
+    p.add_argument("--noise-scale", type=_positive_float, metavar="SD",
+                   help="a guess of the groups' noise standard deviation per column, in the data's units "
+                        "(default: none, learned from the data alone); it settles the first rounds, where few "
+                        "points cannot tell one group's spread from two groups; when unsure, guess low")
     _common(p, "cluster.png")
 
     p = sub.add_parser(

@@ -148,6 +148,24 @@ def test_cluster_shows_provisional_centres(tmp_path, capsys):
         assert f.read(8) == PNG_MAGIC
 
 
+def test_cluster_passes_a_noise_scale_guess_on(tmp_path, monkeypatch):
+    """--noise-scale reaches the learner as its noise_scale (the pooled guess); without it, none."""
+    import jaxstream as js
+    seen = []
+    real = js.PACBO
+
+    def spy(*a, **kw):
+        seen.append(kw.get("noise_scale"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(js, "PACBO", spy)
+    for extra, want in ((["--noise-scale", "0.5"], 0.5), ([], None)):
+        args = cli.build_parser().parse_args(["cluster", "--n", "30", "--n-steps", "20", "--max-clusters", "8",
+                                              "--history-size", "32", "--out", ""] + extra)
+        assert cli.run_cluster(args)["n_clusters"] >= 1
+    assert seen == [0.5, None]
+
+
 def test_curve_on_a_trace_draws_the_prolonged_ends(tmp_path, capsys):
     """A route in order ends in order: the command says that the loss counts the curve's ends as
     continued, returns the two prolongations (from the two end vertices, along their segments,

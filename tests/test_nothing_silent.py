@@ -49,7 +49,8 @@ INVALID = {
               ("lambda_power", 1.5), ("lambda2_scale", 0.0),
               ("prior_scale", -1.5), ("price_scale", -1.0), ("log_n_weight", -0.5), ("noise_scale", 0.0),
               ("proposal_scale", 0.0), ("scale_spread", 0.5), ("adapt_rate", -1.0), ("stay_prob", 2.0),
-              ("stay_prob", -0.1), ("radius", 0.0), ("radius", -1.0), ("lambda_scale", math.nan)],
+              ("stay_prob", -0.1), ("radius", 0.0), ("radius", -1.0), ("lambda_scale", math.nan),
+              ("noise_prior_points", -1.0), ("noise_prior_points", math.nan)],
     "landmark_mds": [("eps0", -1.0), ("eps0", math.nan), ("eps0", math.inf), ("min_support", -1),
                      ("min_support", 1.5), ("density_shift", 1.5), ("density_shift", -0.5)],
 }
@@ -57,7 +58,7 @@ VALID_EDGES = {
     "slpc": dict(delta=1e-6, R=0.0, L=0.0, length_scale=0.0, z_scale=0.0, epsilon=1.0, outlier_scale=math.inf,
                  memory=math.inf),
     "pacbo": dict(lambda_power=1.0, price_scale=0.0, log_n_weight=0.0, scale_spread=1.0, adapt_rate=0.0,
-                  stay_prob=1.0, radius=None, noise_scale=None),
+                  stay_prob=1.0, radius=None, noise_scale=None, noise_prior_points=math.inf),
     "landmark_mds": dict(eps0=0.0, min_support=0, density_shift=1.0),
 }
 

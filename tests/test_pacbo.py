@@ -290,6 +290,48 @@ def test_singleton_bound_is_the_largest_noise_distance_of_n_points():
     assert np.mean(top > 30 * math.log(200)) < 1e-3
 
 
+def test_pooled_noise_variance_weighs_the_guess_as_points():
+    """(ν₀·σ₀² + ν·σ̂²)/(ν₀ + ν) against exact cases; ν₀ = inf is σ₀², ν₀ = 0 the data's σ̂², no
+    data (σ̂² NaN or ν = 0) the guess, no guess (NaN) σ̂² unchanged, NaN included; check_grads in
+    every argument, and finite gradients at the edges (inf, 0 points, NaN data)."""
+    from jax.test_util import check_grads
+    f = lambda v, nu, g, nu0: float(Q.pooled_noise_variance(v, nu, g, nu0))
+    assert f(2.0, 5.0, 1.0, 10.0) == pytest.approx((10 * 1.0 + 5 * 2.0) / 15)
+    assert f(2.0, 5.0, 3.0, math.inf) == 9.0
+    assert f(2.0, 5.0, 3.0, 0.0) == pytest.approx(2.0)
+    assert f(math.nan, 0.0, 3.0, 10.0) == 9.0 and f(math.nan, 0.0, 3.0, 0.0) == 9.0
+    assert f(2.0, 0.0, 3.0, 0.0) == 9.0                    # no residual points: the guess alone
+    assert f(2.0, 5.0, math.nan, 10.0) == 2.0 and math.isnan(f(math.nan, 0.0, math.nan, 10.0))
+    # ν, from the rows behind σ̂²: n − k̂ − 1, else n − k̂, else 0.
+    assert [float(Q.noise_dof(n, k + 1, k)) for n, k in ((50.0, 4.0), (5.0, 4.0), (4.0, 4.0))] == [45.0, 1.0, 0.0]
+    with jax.enable_x64(True):
+        args = tuple(jnp.asarray(a, jnp.float64) for a in (2.0, 5.0, 1.5, 10.0))
+        check_grads(Q.pooled_noise_variance, args, order=2, modes=("fwd", "rev"))
+        for edge in ((2.0, 5.0, 1.5, math.inf), (2.0, 0.0, 1.5, 0.0), (math.nan, 0.0, 1.5, 10.0)):
+            e = tuple(jnp.asarray(a, jnp.float64) for a in edge)
+            g = jax.grad(Q.pooled_noise_variance, argnums=(0, 1, 2, 3))(*e)
+            assert all(np.isfinite(float(x)) for x in g), (edge, g)
+            assert float(g[2]) == pytest.approx(3.0)  # every edge is the guess alone: d(σ₀²)/dσ₀ = 2σ₀
+
+
+def test_a_noise_scale_guess_is_pooled_with_the_rounds_spread():
+    """With `noise_scale` σ₀ the round's σ² is (ν₀·σ₀² + ν·σ̂²)/(ν₀ + ν), σ̂ the round's σ without a
+    guess and ν = n − k̂ − 1 (NumPy); noise_prior_points=inf is σ₀ exactly, and no guess is the
+    default learner, bit for bit."""
+    xs = four_groups(21, HIST - 2).astype(np.float32)  # all stored: n is the history's count
+    plain = jaxstream.pacbo(CAP, HIST, STEPS)
+    s = plain.init(jax.random.PRNGKey(0), xs)
+    _, sd, _, _, n = map(float, _lam_sigma_R(plain)(s))
+    k = int(s.n_clusters)
+    for nu0, want in ((10.0, (10.0 * 0.7 ** 2 + (n - k - 1) * sd ** 2) / (10.0 + n - k - 1)),
+                      (math.inf, 0.7 ** 2), (0.0, sd ** 2)):
+        guessed = jaxstream.pacbo(CAP, HIST, STEPS, noise_scale=0.7, noise_prior_points=nu0)
+        g = s._replace(params=guessed.params)
+        assert float(_lam_sigma_R(guessed)(g)[1]) ** 2 == pytest.approx(want, rel=1e-5)
+    none = jaxstream.pacbo(CAP, HIST, STEPS, noise_prior_points=3.0)  # no guess: ν₀ unused
+    chex.assert_trees_all_equal(_lam_sigma_R(none)(s._replace(params=none.params)), _lam_sigma_R(plain)(s))
+
+
 def test_price_and_schedules_match_formulas():
     d, n, k1, W = 3, 50.0, 4.0, 120.0
     var = W / (d * (n - k1))
@@ -926,7 +968,8 @@ def test_paper_preset_is_the_spec_and_explicit_arguments_win():
     paper = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper")
     assert paper.config.estimate == "last"
     ref = P.default_params(lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0, log_n_weight=0.0,
-                           noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0, provisional_level=0.0)
+                           noise_scale=1.0, noise_prior_points=float("inf"), stay_prob=1.0 / 3.0,
+                           drift_level=0.0, provisional_level=0.0)
     chex.assert_trees_all_close(paper.params, ref)
     xs = four_groups(13, 12)
     s = paper.init(jax.random.PRNGKey(0), xs)

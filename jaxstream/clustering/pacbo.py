@@ -157,7 +157,7 @@ from . import kernel as K
 from .forgetting import chi2_quantile, forget_moved
 from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
 from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, log_target_fn,
-                              noise_variance, prior_rate)
+                              noise_dof, noise_variance, pooled_noise_variance, prior_rate)
 
 Array = jax.Array
 from .types import ESTIMATES, HISTORY_POLICIES, Config, Info, Params, State, default_params
@@ -390,7 +390,7 @@ class RoundTarget(NamedTuple):
       family: `jaxstream.clustering.kernel.ProposalFamily` (rows k̂−1, k̂, k̂+1).
       row_ids: (3, p) int32 labels of each row's slots.
       lam: λ of the round; eta: prior rate η; price: P (units of S).
-      noise_sd: σ used in λ (σ̂, or the fixed `Params.noise_scale`).
+      noise_sd: σ used in λ (σ̂, pooled with the guess `Params.noise_scale` if any).
     """
 
     logdensity_fn: K.LogDensityFn
@@ -416,9 +416,13 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
                          kmeans_iters)
     k_rows = rows.n_clusters.astype(dtype)
     var = noise_variance(weight * rows.within_ss[2], k_rows[2], weight * rows.within_ss[1], k_rows[1], n_f, d)
+    # With a guess σ₀ (`Params.noise_scale`), σ² pools it with σ̂² (ν₀ = inf: σ₀ exactly).
+    var = pooled_noise_variance(var, noise_dof(n_f, k_rows[2], k_rows[1]), params.noise_scale,
+                                params.noise_prior_points)
     # σ̂ = 0 (repeated points) or undefined (one point; `update` then skips the chain): floors in R's units.
     sigma = jnp.sqrt(jnp.where(jnp.isnan(var), R ** 2, jnp.maximum(var, (1e-6 * R) ** 2)))
-    sigma = jnp.where(jnp.isnan(params.noise_scale), sigma, params.noise_scale)
+    sigma = jnp.where(jnp.isnan(params.noise_scale) | ~jnp.isinf(params.noise_prior_points), sigma,
+                      params.noise_scale)
     lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d, sigma)
     lam = jnp.minimum(lam, params.lambda_cap / (2.0 * sigma ** 2))
     lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
@@ -575,7 +579,8 @@ PRESETS = {
     # What stays ours: the k-means rows computed once per round (warm-started), the per-centre
     # Student-t scales and their adaptation between rounds, the learned radius unless one is given.
     "paper": dict(estimate="last", lambda_scale=5.0, lambda_cap=float("inf"), price_scale=0.0,
-                  log_n_weight=0.0, noise_scale=1.0, stay_prob=1.0 / 3.0, drift_level=0.0,
+                  log_n_weight=0.0, noise_scale=1.0, noise_prior_points=float("inf"),
+                  stay_prob=1.0 / 3.0, drift_level=0.0,
                   provisional_level=0.0),
 }
 """Named configurations of `pacbo` (``preset=``): keyword arguments that explicit ones override."""
@@ -611,12 +616,14 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         moving (static, 2 ≤ m ≤ H; None: min(6, H); `jaxstream.clustering.forgetting`).
       provisional_size: A ≥ 0, the last points that can predict as provisional
         centres (static; module docstring, "Provisional centres"; 0: none).
-      **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …).
+      **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …;
+        ``noise_scale=σ₀``, a guess of the noise sd in the data's units, settles the first
+        rounds: see `Params`).
         Valid ranges (checked when concrete, here and by ``init(..., params)``;
         ``jaxstream._checks.PARAM_RANGES["pacbo"]``): radius and noise_scale
         NaN/None or > 0; lambda_scale, lambda2_scale, prior_scale,
         proposal_scale > 0; price_scale, log_n_weight, adapt_rate ≥ 0;
-        scale_spread ≥ 1; all finite; lambda_power and stay_prob in [0, 1];
+        scale_spread ≥ 1; all finite (noise_prior_points ≥ 0 may be inf); lambda_power and stay_prob in [0, 1];
         drift_level and provisional_level in [0, 1).
 
     Returns:

@@ -77,7 +77,12 @@ with σ = 1 in the data's units; they make λ·S scale with the data (λ ∝ 1/R
 while S ∝ R²), so the same stream in other units gives other k̂. Measuring
 lengths in units of σ̂ (`noise_variance`, the within-cluster spread) makes
 λ·S and λ·λ_2·ℓ² scale-free, and they equal the spec's on the slides' streams
-(σ = 1).
+(σ = 1). A guess σ₀ of the noise (``noise_scale``) is pooled with σ̂ as a
+scaled-inverse-χ² prior worth ``noise_prior_points`` points
+(`pooled_noise_variance`): in the first rounds σ̂ comes from a few points
+that cannot tell one group's spread from two groups (a first group split
+over its own points gives σ̂ ≪ σ and more centres; groups merged give
+σ̂ ≫ σ and fewer), and the guess settles them until the data outweigh it.
 
 Cap (``lambda_cap``, default 1): λ_t ≤ lambda_cap/(2σ²). At λ = 1/(2σ²),
 exp(−λ·Σ ℓ) is the Gaussian likelihood of isotropic noise σ; a larger λ is a
@@ -103,7 +108,7 @@ from .lloyd import center_mask, nearest_center
 Array = jax.Array
 ENERGY_BLOCK = 4  # centre slots per step of the energies' loop (unrolled)
 
-__all__ = ["lambda_schedule", "noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior",
+__all__ = ["lambda_schedule", "noise_variance", "noise_dof", "pooled_noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior",
            "singleton_bound", "centre_price", "prior_rate", "quasi_posterior_energy", "energies", "LogTarget",
            "log_target_fn"]
 
@@ -124,6 +129,43 @@ def noise_variance(within_ss_next, k_next, within_ss, k, n, d: int) -> Array:
     v_next = within_ss_next / (d * jnp.maximum(dof_next, 1.0))
     v = within_ss / (d * jnp.maximum(dof, 1.0))
     return jnp.where(dof_next >= 1, v_next, jnp.where(dof >= 1, v, jnp.nan))
+
+
+def noise_dof(n, k_next, k) -> Array:
+    """The residual degrees of freedom, in points, behind `noise_variance`: n − k̂ − 1, else n − k̂, else 0."""
+    dof_next, dof = n - k_next, n - k
+    return jnp.where(dof_next >= 1, dof_next, jnp.where(dof >= 1, dof, 0.0))
+
+
+def pooled_noise_variance(variance, dof, guess, prior_points) -> Array:
+    """σ² from the data's σ̂² and a guess σ₀, weighted by points: (ν₀·σ₀² + ν·σ̂²)/(ν₀ + ν).
+
+    The guess is a scaled-inverse-χ² prior on σ² worth ν₀ = `prior_points`
+    points' residuals; the data bring ν = `dof` (`noise_dof`; 0 where σ̂² is
+    NaN, so that the guess alone is used). ν₀ = inf gives σ₀² exactly, ν₀ = 0
+    the data's σ̂² wherever they have a spread. A NaN guess (none) returns
+    `variance` unchanged.
+
+    Args:
+      variance: () σ̂² (`noise_variance`; NaN: no spread yet).
+      dof: () ν ≥ 0, the residual points behind σ̂².
+      guess: () σ₀ > 0, or NaN for none.
+      prior_points: () ν₀ in [0, inf].
+
+    Returns:
+      () σ² (NaN only when there is neither a guess nor a spread).
+    """
+    has_data = ~jnp.isnan(variance) & (dof > 0)
+    nu = jnp.where(has_data, dof, 0.0)
+    v = jnp.where(has_data, variance, 0.0)
+    g2 = jnp.where(jnp.isnan(guess), 0.0, guess) ** 2
+    # ν₀ = inf (σ₀ exactly) and ν₀ = ν = 0 would make 0·inf or 0/0 in the untaken branch, whose
+    # NaN reaches the gradient through jnp.where: both branches get safe weights.
+    exact = jnp.isinf(prior_points) | (prior_points + nu <= 0)
+    nu0 = jnp.where(exact, 1.0, prior_points)
+    pooled = (nu0 * g2 + nu * v) / (nu0 + nu)
+    with_guess = jnp.where(jnp.isinf(prior_points) | ~has_data, g2, pooled)
+    return jnp.where(jnp.isnan(guess), variance, with_guess)
 
 
 def lambda2_schedule(lambda2_scale, prior_scale, radius, index, d: int, noise_sd=1.0) -> Array:

@@ -48,6 +48,7 @@ class PACBO(StreamModel):
                  lambda_power: Optional[float] = None, lambda2_scale: Optional[float] = None,
                  prior_scale: Optional[float] = None, price_scale: Optional[float] = None,
                  log_n_weight: Optional[float] = None, noise_scale: Optional[float] = None,
+                 noise_prior_points: Optional[float] = None,
                  proposal_scale: Optional[float] = None, scale_spread: Optional[float] = None,
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
                  lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
@@ -70,6 +71,7 @@ class PACBO(StreamModel):
         self.price_scale = price_scale
         self.log_n_weight = log_n_weight
         self.noise_scale = noise_scale
+        self.noise_prior_points = noise_prior_points
         self.proposal_scale = proposal_scale
         self.scale_spread = scale_spread
         self.adapt_rate = adapt_rate
