@@ -40,7 +40,8 @@ Issue 25 / 22 modes (each prints its figures and exits):
      --birch-streams streams themselves (Birch is imported lazily); under each row, where its
      loss above the oracle goes: by a point's position in its group (1st, 2nd, 3rd-5th, 6th+; a
      group's 2nd point pays when its centre opens late) and in rounds 2-20, and the runs whose loss
-     is above twice their stream's oracle (seed, key, k̂ along the stream).
+     is above twice their stream's oracle (seed, key, k̂ along the stream). --guess-factors F ...:
+     also PACBO given a guess of the noise scale, noise_scale = F × the family's sd (`FAMILY_SD`).
   --drift: four groups moving +20 in x over 400 points, reservoir vs window
      (--windows 64 128), against each group's last-10-points oracle; the same on
      still groups.
@@ -482,6 +483,11 @@ FAMILIES = {
     "five30d": (lambda seed: _highdim_stream(seed, 30), True),  # the same in 30-D
 }
 
+# Each family's noise standard deviation per coordinate (unequal: the pooled one, √(Σ w_j·sd_j²)):
+# what `--guess-factors` gives PACBO as its `noise_scale` guess, times each factor.
+FAMILY_SD = {"four": 1.0, "unequal": math.sqrt(0.4 * 0.36 + 0.3 * 1.0 + 0.2 * 1.96 + 0.1 * 0.64), "ramp": 1.0,
+             "six3d": 0.5, "close": 1.0, "five10d": 1.0, "five30d": 1.0}
+
 
 def family_data(name, seeds):
     """(xs (S, T, d) float32, labels (S, T), k_t (S, T) groups seen up to round t)."""
@@ -662,10 +668,14 @@ def families(args):
         print(f"-- {name} ({sep}; d={xs.shape[2]}, k_T={sorted(set(k_t[:, -1].tolist()))}): running-mean oracle "
               f"loss {orc.mean():.0f} (sd {orc.std(ddof=1):.0f})", flush=True)
         t = time.perf_counter()
-        k, loss, _, _ = run_family(mean_l, xs, K_, params=[mean_l.params, _params(mean_l, provisional_level=0.0)])
+        guesses = [_params(mean_l, noise_scale=f * FAMILY_SD[name]) for f in args.guess_factors]
+        k, loss, _, _ = run_family(mean_l, xs, K_, params=[mean_l.params, _params(mean_l, provisional_level=0.0)]
+                                   + guesses)
         k2, loss2, _, _ = run_family(last_l, xs, K_, params=[last_l.params, paper_l.params])
         rows = [("PACBO defaults", k[0], loss[0]), ("defaults, no provisional centres", k[1], loss[1]),
                 ("defaults, one-draw predictor", k2[0], loss2[0]), ('preset="paper"', k2[1], loss2[1])]
+        rows[1:1] = [(f"noise_scale guess {f:g}× the sd", k[2 + i], loss[2 + i])
+                     for i, f in enumerate(args.guess_factors)]
         if old_l is not None:
             ko, losso, _, _ = run_family(old_l, xs, K_, mod=jo)
             rows.insert(1, ("before (c9cd111), its defaults", ko[0], losso[0]))
@@ -696,6 +706,10 @@ def families(args):
                 print(line + f" (first {nb} streams; their oracle {orc[:nb].mean():.0f})")
                 line, _ = summarize("PACBO defaults, same streams", k[0][:, :nb], loss[0][:, :nb], kb_, orc[:nb])
                 print(line)
+                for i, f in enumerate(args.guess_factors):
+                    line, _ = summarize(f"guess {f:g}× the sd, same streams", k[2 + i][:, :nb], loss[2 + i][:, :nb],
+                                        kb_, orc[:nb])
+                    print(line)
                 print(f"    Birch loss / P(k̂_T=k) by threshold (first {nb} streams): {cells}")
                 out[(name, "birch")] = res
         print(f"  ({secs:.0f}s for the PACBO runs)", flush=True)
@@ -798,6 +812,9 @@ def main(argv=None):
     ap.add_argument("--fam-keys", type=int, default=2)
     ap.add_argument("--tune", action="store_true", help="families on the tuning seeds instead of the held-out ones")
     ap.add_argument("--no-birch", action="store_true")
+    ap.add_argument("--guess-factors", type=float, nargs="*", default=[],
+                    help="with --families: also PACBO given noise_scale = factor × the family's noise sd (a guess, "
+                         "pooled with the data; Birch's best threshold knows the scale too), one row per factor")
     ap.add_argument("--birch-streams", type=int, default=20, help="Birch on the first N streams (slow: ~1 s a stream)")
     ap.add_argument("--drift", action="store_true", help="issue 22.2: forgetting on drifting groups, then exit")
     ap.add_argument("--drift-streams", type=int, default=50)
