@@ -623,8 +623,8 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         ``jaxstream._checks.PARAM_RANGES["pacbo"]``): radius and noise_scale
         NaN/None or > 0; lambda_scale, lambda2_scale, prior_scale,
         proposal_scale > 0; price_scale, log_n_weight, adapt_rate ≥ 0;
-        scale_spread ≥ 1; all finite (noise_prior_points ≥ 0 may be inf); lambda_power and stay_prob in [0, 1];
-        drift_level and provisional_level in [0, 1).
+        scale_spread ≥ 1; all finite, but noise_prior_points ≥ 0 may be inf;
+        lambda_power and stay_prob in [0, 1]; drift_level and provisional_level in [0, 1).
 
     Returns:
       ``StreamLearner(init, update, predict, loss, params, config)``.

@@ -108,9 +108,9 @@ from .lloyd import center_mask, nearest_center
 Array = jax.Array
 ENERGY_BLOCK = 4  # centre slots per step of the energies' loop (unrolled)
 
-__all__ = ["lambda_schedule", "noise_variance", "noise_dof", "pooled_noise_variance", "lambda2_schedule", "log_ball_volume", "log_prior",
-           "singleton_bound", "centre_price", "prior_rate", "quasi_posterior_energy", "energies", "LogTarget",
-           "log_target_fn"]
+__all__ = ["lambda_schedule", "noise_variance", "noise_dof", "pooled_noise_variance", "lambda2_schedule",
+           "log_ball_volume", "log_prior", "singleton_bound", "centre_price", "prior_rate", "quasi_posterior_energy",
+           "energies", "LogTarget", "log_target_fn"]
 
 
 def lambda_schedule(lambda_scale, lambda_power, radius, n, d: int, noise_sd=1.0) -> Array:
@@ -132,7 +132,7 @@ def noise_variance(within_ss_next, k_next, within_ss, k, n, d: int) -> Array:
 
 
 def noise_dof(n, k_next, k) -> Array:
-    """The residual degrees of freedom, in points, behind `noise_variance`: n − k̂ − 1, else n − k̂, else 0."""
+    """The residual points behind `noise_variance` (its degrees of freedom over d): n − k̂ − 1, else n − k̂, else 0."""
     dof_next, dof = n - k_next, n - k
     return jnp.where(dof_next >= 1, dof_next, jnp.where(dof >= 1, dof, 0.0))
 
