@@ -97,6 +97,12 @@ group's centre after its 2nd–5th point; predicting its 2nd point by its 1st
 is what the running-mean oracle does (tuning seeds: loss 1.35× → 0.96× the
 oracle). On groups that are all present from the start nothing is
 unexplained at level 1e-3 and the loss is unchanged to 0.4 %.
+While σ̂ rests on fewer than ``PROVISIONAL_FREE_DOF`` (2) residual points
+(n − k̂ − 1, the first few rounds) there is no scale to test against: whether
+two far-apart points are one group or two is then a coin the prior tosses,
+and the costs are lopsided (predicting a point of a group by a point of
+another costs far more than predicting it by its group-mate instead of the
+group's mean), so every ring point off a centre predicts.
 ``provisional_level=0`` (and ``preset="paper"``) predicts with the partition alone.
 
 History: a ``history_size`` buffer of points with the loss of their
@@ -160,6 +166,7 @@ from .quasi_posterior import (centre_price, lambda2_schedule, lambda_schedule, l
                               noise_dof, noise_variance, pooled_noise_variance, prior_rate)
 
 Array = jax.Array
+PROVISIONAL_FREE_DOF = 2  # below this many residual points σ̂ is no scale: every recent point predicts
 from .types import ESTIMATES, HISTORY_POLICIES, Config, Info, Params, State, default_params
 _LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
 
@@ -475,8 +482,11 @@ def _provisional(state: State, x: Array, noise_sd, A: int) -> State:
     index = state.recent_index.at[slot].set(state.n_seen)
     far, _ = nearest_center(recent, state.centers, _active(state))
     q = chi2_quantile(state.params.provisional_level, d)
+    # No scale yet (module docstring): every ring point off a centre, unless provisional centres are off.
+    no_scale = ((state.n_stored - state.n_clusters - 1 < PROVISIONAL_FREE_DOF)
+                & (state.params.provisional_level > 0) & (far > 0))
     return state._replace(recent=recent, recent_index=index,
-                          provisional=(index > 0) & (far > q * noise_sd ** 2))
+                          provisional=(index > 0) & ((far > q * noise_sd ** 2) | no_scale))
 
 
 def update(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info]:
