@@ -46,8 +46,9 @@ quality figures are the same, seed for seed, on b685565):
     9,916); session 18 (badb263) T=5000 0.75-1.05 s, B=1 3,786, B=128 5,056.
 
 Noise level (--noise, alone): the two statistics σ̂ is the smaller of, against the noise's true sd, on a
-stationary stream and on streams that move (2026-11-26: on routes in order the curve-free one reads
-about half the sd; benchmarks/README.md).
+stationary stream and on streams that move (2026-11-26: on routes in order the curve-free one read
+about half the sd; since 2026-11-28 it is read across a quadratic fit in time there and reads
+0.96-1.00 of it after 100 points; benchmarks/README.md).
 
 Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png] [--noise]
 """

@@ -326,7 +326,7 @@ def run_curve(args) -> dict:
         cumulative_loss=float(losses.sum()),
         prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
         r2=float(model.score(xs)), n_segments=model.n_segments_, seconds=seconds,
-        vertices=np.asarray(vertices), prolonged_ends=_prolonged_ends(model))
+        vertices=np.asarray(vertices), head_path=_head_path(model))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
           f"(t0={t0} initial points) in {seconds:.2f} s (compile included)")
@@ -334,27 +334,28 @@ def run_curve(args) -> dict:
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
     print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
-    if len(figures["prolonged_ends"]):
-        print(f"the stream arrives in order: the prequential loss counts the curve's ends as continued by "
-              f"{model.end_lead:g} steps of the trace (drawn dashed; --end-lead 0: the curve itself)")
+    if len(figures["head_path"]):
+        print(f"the stream arrives in order: the prequential loss also counts the curve's head path, to where "
+              f"the trace is now and {model.end_lead:g} fitted steps past it (drawn dashed; --end-lead 0: the "
+              f"curve itself)")
     _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
     return figures
 
 
-def _prolonged_ends(model) -> np.ndarray:
-    """(2, 2, d) the two prolongations [end vertex, prolonged end] the next point's loss counts when
-    the stream ends in order (`jaxstream.slpc`'s ``end_lead``); (0, 2, d) otherwise."""
-    from .curves.learner import prolonged_line
+def _head_path(model) -> np.ndarray:
+    """(k, 2, d) the segments of the curve's head path that the next point's loss counts when the
+    stream ends in order (`jaxstream.curves.learner.head_path`: the join from the curve's end, where
+    the trace has passed it, then the lead); (0, 2, d) otherwise."""
+    from .curves.learner import head_path
     s = model.state_
     if model.end_lead == 0:
         return np.zeros((0, 2, s.vertices.shape[-1]))
-    ext, n, in_order = prolonged_line(s, model.end_lead)
+    seg, ok, in_order = head_path(s, model.end_lead)
     if not bool(in_order):
         return np.zeros((0, 2, s.vertices.shape[-1]))
-    ext, n = np.asarray(ext, np.float64), int(n)
-    return np.stack([ext[[1, 0]], ext[[n - 2, n - 1]]])
+    return np.asarray(seg, np.float64)[np.asarray(ok)]
 
 
 def _plot_curve(plt, xs, figures, names, out, title, losses):
@@ -367,10 +368,10 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
         pv = project(vertices)
         ax.plot(pv[:, 0], pv[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
                 zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
-        for j, seg in enumerate(figures["prolonged_ends"]):
+        for j, seg in enumerate(figures["head_path"]):
             seg = project(seg)
             ax.plot(seg[:, 0], seg[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
-                    label="prolonged ends (the next point's loss)" if j == 0 else None)
+                    label="head path (the next point's loss)" if j == 0 else None)
     fig.colorbar(sc, ax=ax, label="arrival order", shrink=0.8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
@@ -723,9 +724,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lattice spacing of the vertices, relative to the spread of the initial points "
                         "(see jaxstream.slpc; default: the learner's)")
     p.add_argument("--end-lead", type=_nonneg_float, metavar="S",
-                   help="on a stream arriving in order, the prequential loss counts the curve's end "
-                        "segments as continued by S steps of the trace (drawn dashed; 0: the curve "
-                        "itself, the paper's loss; default: 4)")
+                   help="on a stream arriving in order, the prequential loss also counts the curve's "
+                        "head path: from its end to where the trace is now, and S fitted steps of the "
+                        "trace past it (drawn dashed; 0: the curve itself, the paper's loss; default: 8)")
     _common(p, "curve.png")
 
     p = sub.add_parser(

@@ -113,39 +113,6 @@ def polyline_projection(points: Array, vertices: Array, n_vertices: Array) -> di
     return dict(sqdist=jnp.min(d2, axis=-1), segment=seg, t=tt, point=proj, arclength=arclength)
 
 
-def prolong_ends(vertices: Array, n_vertices: Array, length) -> tuple[Array, Array]:
-    """The polygonal line with each end segment prolonged beyond its end vertex.
-
-    Each end segment is continued in its own direction by `length`, or by
-    its own length if that is shorter: ``[v_0 + a_0·(v_0 − v_1), v_0, …,
-    v_{n−1}, v_{n−1} + a_1·(v_{n−1} − v_{n−2})]`` with a = ℓ / max(‖segment‖, ℓ)
-    (a line's end projected onto its continuation, as the Hastie–Stuetzle
-    projection does). The cap keeps the prolonged line continuous in the
-    vertices: an end segment shrinking to zero length (no direction) takes
-    its prolongation with it, where a fixed length would jump.
-
-    Args:
-      vertices: (V, d) vertex capacity V.
-      n_vertices: number of active vertices n (2 ≤ n ≤ V).
-      length: () non-negative length ℓ of each prolongation.
-
-    Returns:
-      ``(vertices (V + 2, d), n + 2)``; rows from n + 2 on are padding.
-    """
-    V, d = vertices.shape
-    n = jnp.asarray(n_vertices)
-
-    tiny = jnp.finfo(vertices.dtype).tiny
-
-    def ahead(end, before):
-        step = end - before
-        return end + length / jnp.maximum(jnp.maximum(safe_norm(step), length), tiny) * step
-
-    head, tail = ahead(vertices[0], vertices[1]), ahead(vertices[n - 1], vertices[n - 2])
-    out = jnp.concatenate([head[None], vertices, jnp.zeros((1, d), vertices.dtype)])
-    return out.at[n + 1].set(tail), n + 2
-
-
 def polyline_length(vertices: Array, n_vertices: Array) -> Array:
     """Length ℓ(f) of a masked polygonal line (sum of active segment lengths).
 

@@ -166,11 +166,11 @@ def test_cluster_passes_a_noise_scale_guess_on(tmp_path, monkeypatch):
     assert seen == [0.5, None]
 
 
-def test_curve_on_a_trace_draws_the_prolonged_ends(tmp_path, capsys):
-    """A route in order ends in order: the command says that the loss counts the curve's ends as
-    continued, returns the two prolongations (from the two end vertices, along their segments,
-    4 RMS steps of the last 64 points long, or the segment's length if shorter) and draws them; --end-lead 0 and a stream in random
-    order have none."""
+def test_curve_on_a_trace_draws_the_head_path(tmp_path, capsys):
+    """A route in order ends in order: the command says that the loss counts the curve's head
+    path, returns its segments (the lead from where the trace is now, a straight-line fit in
+    time to the last 16 points, 8 fitted steps on; the join from the nearer end when the trace
+    has passed it) and draws them; --end-lead 0 and a stream in random order have none."""
     route = datasets.make_route_stream(200, seed=3)
     np.save(tmp_path / "route.npy", route)
     np.save(tmp_path / "shuffled.npy", route[np.random.default_rng(0).permutation(len(route))])
@@ -178,19 +178,21 @@ def test_curve_on_a_trace_draws_the_prolonged_ends(tmp_path, capsys):
     args = cli.build_parser().parse_args(base + ["--csv", str(tmp_path / "route.npy"), "--out", str(tmp_path / "r.png")])
     fig = cli.run_curve(args)
     out = capsys.readouterr().out
-    assert "counts the curve's ends as continued by 4 steps of the trace" in out
-    v, ends = fig["vertices"], fig["prolonged_ends"]
-    assert ends.shape == (2, 2, 2)
-    step = np.sqrt((np.diff(route[-64:], axis=0) ** 2).sum(1).mean())
-    for (start, stop), (end, before) in zip(ends, [(v[0], v[1]), (v[-1], v[-2])]):
-        seg = np.linalg.norm(end - before)           # an end segment shorter than 4 steps: its own length
-        np.testing.assert_allclose(start, end, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(stop, end + min(4 * step, seg) / seg * (end - before), rtol=1e-4, atol=1e-4)
+    assert "counts the curve's head path, to where the trace is now and 8 fitted steps past it" in out
+    v, head = fig["vertices"], fig["head_path"]
+    assert head.shape[0] in (1, 2) and head.shape[1:] == (2, 2)
+    t = np.arange(16.0)
+    slope, icpt = np.polyfit(t, route[-16:], 1)
+    here = icpt + 15 * slope
+    np.testing.assert_allclose(head[-1], [here, here + 8 * slope], rtol=1e-4, atol=1e-4)
+    if head.shape[0] == 2:                            # the join starts at the end nearer to `here`
+        end = v[0] if np.sum((v[0] - here) ** 2) <= np.sum((v[-1] - here) ** 2) else v[-1]
+        np.testing.assert_allclose(head[0], [end, here], rtol=1e-4, atol=1e-4)
     with open(tmp_path / "r.png", "rb") as f:
         assert f.read(8) == PNG_MAGIC
     for extra in (["--csv", str(tmp_path / "route.npy"), "--end-lead", "0"], ["--csv", str(tmp_path / "shuffled.npy")]):
         fig = cli.run_curve(cli.build_parser().parse_args(base + extra + ["--out", ""]))
-        assert fig["prolonged_ends"].shape[0] == 0 and "continued" not in capsys.readouterr().out
+        assert fig["head_path"].shape[0] == 0 and "head path" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["curve", "--end-lead", "-1"])
 

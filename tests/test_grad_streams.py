@@ -62,8 +62,8 @@ def _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw, h=0.3):
 @pytest.mark.slow  # ~45 s each: compiling reverse mode through the slpc round
 @pytest.mark.parametrize("stream", ["cubic", "route"])
 def test_slpc_pathwise_grad_matches_finite_difference(stream):
-    """On a route arriving in order the loss counts the prolonged ends, whose length comes from
-    the trace's own steps: that path is differentiated too."""
+    """On a route arriving in order the loss counts the head path, fitted to the trace's newest
+    points: that path is differentiated too."""
     learner = js.slpc(max_segments=6, history_size=32)
     if stream == "cubic":
         xs = _cubic(1, 50)[0]
@@ -71,7 +71,7 @@ def test_slpc_pathwise_grad_matches_finite_difference(stream):
         xs = jnp.asarray(js.datasets.make_route_stream(60, seed=3))
         plain = js.slpc(max_segments=6, history_size=32, end_lead=0.0)
         assert float(D.stream_loss(learner, KEY, xs, reverse_mode=False)) < \
-            float(D.stream_loss(plain, KEY, xs, reverse_mode=False))      # the prolongation counts
+            float(D.stream_loss(plain, KEY, xs, reverse_mode=False))      # the head path counts
     f = jax.jit(lambda xs: D.stream_loss(learner, KEY, xs))
     g = jax.grad(lambda xs: D.stream_loss(learner, KEY, xs))(xs)
     assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.abs(g).sum()) > 0

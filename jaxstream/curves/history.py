@@ -25,7 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TIME_RATIO", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
+           "sorted_replace", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
@@ -42,11 +42,14 @@ NN_INFLATION = 1.5
 NN_ROWS = 64
 # On a trace arriving in order the last 64 points are packed closer than the
 # noise (a route: 0.125 σ apart) and the two nearest straddle x at the
-# spacing's scale: the chord reads about half the noise sd. The line through
-# the two previous points is used as well where it is within TIME_RATIO times
-# the chord's residual (`curve_free_residual`; points i.i.d. along a curve are
-# far apart in time and keep the chord).
-TIME_RATIO = 10.0
+# spacing's scale: the chord reads about half the noise sd. There the noise
+# is read across a quadratic fit in time to the last TREND_WINDOW points
+# (`curve_free_residual`, `trend_residual`).
+TREND_WINDOW = 16
+TREND_DEGREE = 2
+# The prediction on a trace in order reaches from the line's end to where the trace is now:
+# a straight-line fit in time to its last HEAD_WINDOW points (`trace_head`).
+HEAD_WINDOW = 16
 # `arrival_order`: the ratio of the ring's mean squared step between
 # consecutive points to twice its variance is about 1 for points i.i.d. along
 # a curve (never below 0.72 in 10⁴ rounds of the cubic, Table 2, helix,
@@ -55,7 +58,7 @@ TIME_RATIO = 10.0
 # weight falls linearly from 1 to 0.
 ORDER_FULL = 0.4
 ORDER_NONE = 0.7
-# The weight from which the time-neighbour noise proxy and the drift gate
+# The weight from which the trend noise proxy, the head path and the drift gate
 # treat the stream as a trace (the length unit uses the weight itself).
 ORDERED = 0.5
 
@@ -136,9 +139,9 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     and the curve grew without end). In the first rounds the prequential
     residuals are the misfit, not the noise, and would price out the very
     vertices that fix it; the same statistic of each point's distance to the
-    chord of its two nearest earlier points (``hist_r``; on a dense trace in
-    order, to the line through the two previous ones: `curve_free_residual`)
-    needs no curve. σ̂² is the smaller of the two.
+    chord of its two nearest earlier points (``hist_r``; on a trace in
+    order, across a quadratic fit in time to its neighbours in time:
+    `curve_free_residual`) needs no curve. σ̂² is the smaller of the two.
 
     Args:
       sorted_e, sorted_r: (H,) the stored rows' prequential and
@@ -198,26 +201,103 @@ def arrival_order(recent, n_seen):
     return jnp.where(n_seen >= 16, weight, 0.0).astype(dt)
 
 
+def _trend_rows(m: int, deg: int = TREND_DEGREE):
+    """The fit of a degree-`deg` polynomial in time to m consecutive points, as rows of
+    weights (NumPy, static): for each position c of the window, ``(hat[c] (m,), slope[c] (m,),
+    1 − leverage[c])``: the fitted point at c, the fitted velocity at c, and the factor by which
+    noise at c shrinks in the residual (ordinary least squares, E r_c² = (1 − h_c)·σ²)."""
+    t = np.arange(m, dtype=np.float64)
+    t = (t - t.mean()) / max(t.std(), 1.0)
+    X = np.stack([t ** k for k in range(deg + 1)], 1)
+    pinv = np.linalg.pinv(X)
+    hat = X @ pinv
+    dX = np.stack([k * t ** max(k - 1, 0) for k in range(deg + 1)], 1)
+    return hat, dX @ pinv, 1.0 - np.diag(hat)
+
+
+def _across_trend(P, resid_row, slope_row, shrink):
+    """The residual across the fit, given the fit's rows at one position (see `trend_residual`)."""
+    # Weighted sums written as elementwise products and a sum over the points (not a matrix
+    # product): every coordinate is then summed in the same order, so the residual is exactly
+    # invariant under coordinate permutations and sign flips (a quarter turn; tested).
+    r = jnp.sum(resid_row[:, None] * P, 0)
+    v = jnp.sum(slope_row[:, None] * P, 0)
+    vv = _ops.coord_sum(v * v)
+    along = jnp.where(vv > 0, _ops.coord_sum(r * v) ** 2 / jnp.where(vv > 0, vv, 1.0), 0.0)
+    return jnp.maximum(_ops.coord_sum(r * r) - along, 0.0) / shrink
+
+
+def trend_residual(P, c: int):
+    """The squared residual of point c of m consecutive points P (m, d) across a local
+    polynomial fit in time, scaled to be unbiased: about σ²·χ²_{d−1}.
+
+    The points of a trace arriving in order, fitted by a quadratic in their arrival index
+    (`TREND_DEGREE`), leave residuals that are the noise: the trace's own curvature is in the
+    fit. The component along the fitted velocity is dropped (a receiver's irregular speed
+    moves points along the trace, not across it), so the residual counts d − 1 coordinates of
+    noise, like the distance to a curve; it is divided by 1 − h_c (h_c the fit's leverage at c).
+
+    Args:
+      P: (m, d) consecutive points in arrival order (m > TREND_DEGREE + 1).
+      c: static index of the point whose residual is returned.
+
+    Returns:
+      () the residual.
+    """
+    hat, slope, shrink = _trend_rows(P.shape[0])
+    dt = P.dtype
+    resid = np.eye(P.shape[0])[c] - hat[c]
+    return _across_trend(P, jnp.asarray(resid, dt), jnp.asarray(slope[c], dt), float(shrink[c]))
+
+
+def trend_residuals(P):
+    """`trend_residual` of every point of a run of n >= `TREND_WINDOW` points in arrival order,
+    each across the fit to the `TREND_WINDOW` consecutive points centred on it (clipped to
+    the run's ends): (n,)."""
+    n, m = P.shape[0], TREND_WINDOW
+    hat, slope, shrink = _trend_rows(m)
+    starts = np.clip(np.arange(n) - m // 2, 0, n - m)
+    pos = np.arange(n) - starts
+    dt = P.dtype
+    windows = P[starts[:, None] + np.arange(m)[None]]  # (n, m, d)
+    resid = jnp.asarray(np.eye(m)[pos] - hat[pos], dt)
+    return jax.vmap(_across_trend)(windows, resid, jnp.asarray(slope[pos], dt), jnp.asarray(shrink[pos], dt))
+
+
+def trace_head(recent, n_seen):
+    """Where a trace arriving in order is now: a straight-line fit in time to its last
+    `HEAD_WINDOW` points (ordinary least squares on the arrival index), at the newest one.
+
+    Args:
+      recent: (NN_ROWS, d) the ring of recent points, point n in row n mod NN_ROWS.
+      n_seen: () points in the ring so far (at least `HEAD_WINDOW` for a meaningful fit).
+
+    Returns:
+      ``(position (d,), velocity (d,))``: the fitted newest point and the fitted step per
+      point.
+    """
+    R, m = recent.shape[0], HEAD_WINDOW
+    P = recent[(n_seen - m + jnp.arange(m)) % R]  # oldest first
+    t = np.arange(m, dtype=np.float64) - (m - 1) / 2
+    dt = P.dtype
+    mean = jnp.mean(P, 0)
+    velocity = jnp.sum(jnp.asarray(t / np.sum(t * t), dt)[:, None] * (P - mean), 0)  # see `_across_trend`
+    return mean + float(t[-1]) * velocity, velocity
+
+
 def curve_free_residual(u, recent, n_seen, ordered=True):
-    """x_t's curve-free residual: the larger of its two noise proxies where they agree.
+    """x_t's curve-free residual: the chord's, or on a trace arriving in order the trend's.
 
     The chord proxy (`nn_residual` among the ring of recent points) is
     calibrated for neighbours spaced along the curve; on a dense trace
     arriving in order (spacing ≪ σ) it measures the spacing, not the noise
-    (a route's σ̂ read 0.45-0.55 of the sd, every price ~3.7× too cheap; the
-    line zigzagged in the noise band). The time proxy is x_t's squared
-    distance to the line through the two previous points x_{t−1}, x_{t−2}
-    (1.5 σ² in expectation at spacing ≪ σ, the chord's calibration). It is
-    used (the larger of the two) only on a stream arriving in order
-    (``ordered``, from `arrival_order`), where x_t projects between them (a
-    sparse trace extrapolates that line ahead, which reads high: 1.8× at
-    spacing σ) and within `TIME_RATIO` times the chord proxy (i.i.d.
-    arrivals: the previous points are anywhere). That guard keeps most of a
-    very dense trace on the chord: the routes' statistic rises from 0.51 to
-    0.57 of the sd (`bench_slpc.py --noise`), enough, with the length unit
-    and the drift gate (`jaxstream.curves.tracking`), that every held-out
-    route's line follows the whole route (benchmarks/README.md); it is not
-    an unbiased noise estimate on such traces.
+    (a route's σ̂ read 0.45–0.57 of the sd, every price about 3× too cheap; the
+    line folded in the noise band). On a stream arriving in order (``ordered``,
+    from `arrival_order`) with at least `TREND_WINDOW` points the residual is
+    instead the middle point's across a quadratic fit in time to the last
+    `TREND_WINDOW` points, x_t included (`trend_residual`), times `NN_INFLATION`
+    (the chord's calibration): the routes' σ̂ then reads 0.96–0.99 of the sd
+    (`bench_slpc.py --noise`).
 
     Args:
       u: (d,) x_t (standardised).
@@ -228,16 +308,11 @@ def curve_free_residual(u, recent, n_seen, ordered=True):
     Returns:
       () the residual (0 before two points).
     """
-    R = recent.shape[0]
+    R, m = recent.shape[0], TREND_WINDOW
     r_chord = nn_residual(u, recent, jnp.arange(R) < n_seen)
-    a, b = recent[(n_seen - 1) % R], recent[(n_seen - 2) % R]
-    ab, ua, ub = a - b, u - a, u - b
-    nab = jnp.sum(ab * ab)
-    safe = jnp.where(nab > 0, nab, 1.0)
-    r_time = jnp.maximum(jnp.sum(ua * ua) - jnp.sum(ua * ab) ** 2 / safe, 0.0)
-    tau = jnp.sum(ub * ab) / safe
-    use = ordered & (n_seen >= 2) & (nab > 0) & (tau >= 0.0) & (tau <= 1.0) & (r_time <= TIME_RATIO * r_chord)
-    return jnp.where(use, jnp.maximum(r_time, r_chord), r_chord)
+    window = jnp.concatenate([recent[(n_seen - (m - 1) + jnp.arange(m - 1)) % R], u[None]])
+    r_trend = trend_residual(window, m // 2) * NN_INFLATION
+    return jnp.where(ordered & (n_seen >= m - 1), r_trend, r_chord)
 
 
 def nn_residual(u, P, valid):

@@ -52,7 +52,7 @@ from .types import INITS, PENALTIES, Config, Draws, Info, Observation, Proposal,
 
 Array = jax.Array
 
-__all__ = ["init", "update", "propose", "loss", "predict", "prolonged_line", "slpc"]
+__all__ = ["init", "update", "propose", "loss", "predict", "head_path", "slpc"]
 
 
 # ----------------------------------------------------------------------------
@@ -118,19 +118,23 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
                          f"no line is feasible; raise L or leave it automatic (L=0)")
     vertex_idx = jnp.zeros((V, d), jnp.int32).at[:2].set(ends_idx).at[2:].set(ends_idx[1])
     hx = jnp.zeros((H + 1, d), dt).at[:n0].set(u)
-    # Leave-one-out: each initial point against the others.
+    # Leave-one-out: each initial point against the others; on points arriving in order, each
+    # point's residual across the trend of the TREND_WINDOW points around it (as in the rounds).
     others = ~jnp.eye(n0, dtype=bool)
     r0 = jax.vmap(history.nn_residual, in_axes=(0, None, 0))(u, u, others)
+    R = history.NN_ROWS
+    # the ring holds point n in row n mod R: the last min(n0, R) initial points
+    last = jnp.arange(n0)[-R:]
+    recent = jnp.zeros((R, d), dt).at[last % R].set(u[last])
+    if n0 >= history.TREND_WINDOW:
+        r0 = jnp.where(history.arrival_order(recent, jnp.asarray(n0, jnp.int32)) >= history.ORDERED,
+                       history.trend_residuals(u) * history.NN_INFLATION, r0)
     hr = jnp.zeros((H + 1,), dt).at[:n0].set(r0)
     ht = jnp.zeros((H + 1,), jnp.int32).at[:n0].set(jnp.arange(n0, dtype=jnp.int32))
     he = jnp.zeros((H + 1,), dt).at[:n0].set(r0 / history.NN_INFLATION)
     pad = jnp.full((H - n0,), jnp.inf, dt)
     sr = jnp.concatenate([jnp.sort(r0), pad])
     se = jnp.concatenate([jnp.sort(r0 / history.NN_INFLATION), pad])
-    R = history.NN_ROWS
-    # the ring holds point n in row n mod R: the last min(n0, R) initial points
-    last = jnp.arange(n0)[-R:]
-    recent = jnp.zeros((R, d), dt).at[last % R].set(u[last])
     state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((V - 1, H + 1), dt),
                   jnp.arange(V - 1, dtype=jnp.int32), hr, ht, he, recent, sr, se, jnp.asarray(n0, jnp.int32),
                   jnp.asarray(n0, jnp.int32), jnp.asarray(jnp.inf, dt), jnp.zeros((), dt), centre, scale, params)
@@ -168,11 +172,6 @@ def _in_order(state: State) -> Array:
     return history.arrival_order(state.recent, state.n_seen) >= history.ORDERED
 
 
-def _lead(recent: Array, n_seen: Array, end_lead: float) -> Array:
-    """() how far the prediction prolongs the line's ends: ``end_lead`` RMS steps of the trace."""
-    return end_lead * geometry.safe_sqrt(history.mean_sq_step(recent, n_seen))
-
-
 def _check_end_lead(end_lead) -> float:
     """``end_lead`` as a float, refused unless it is a finite number >= 0."""
     end_lead = float(end_lead)
@@ -181,39 +180,62 @@ def _check_end_lead(end_lead) -> float:
     return end_lead
 
 
-def _prolonged_std(state: State, end_lead: float) -> tuple[Array, Array]:
-    """(vertices (V + 2, d), n ()) the line with both ends prolonged, in standard units."""
-    return geometry.prolong_ends(state.std_vertices, state.n_vertices,
-                                 _lead(state.recent, state.n_seen, end_lead))
+def _head_std(recent: Array, n_seen: Array, verts: Array, nv: Array, end_lead: float) -> tuple[Array, Array]:
+    """The head path in standardised units: ``(segments (2, 2, d), ok (2,))`` (see `head_path`)."""
+    here, step = history.trace_head(recent, n_seen)
+    d0 = _ops.coord_sum((verts[0] - here) ** 2)
+    d1 = _ops.coord_sum((verts[nv - 1] - here) ** 2)
+    first = d0 <= d1
+    end = jnp.where(first, verts[0], verts[nv - 1])
+    inner = jnp.where(first, verts[1], verts[nv - 2])
+    beyond = _ops.coord_sum((here - end) * (end - inner)) > 0
+    segments = jnp.stack([jnp.stack([end, here]), jnp.stack([here, here + end_lead * step])])
+    return segments, jnp.stack([beyond, jnp.asarray(True)])
 
 
-def prolonged_line(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, Array]:
-    """The line the next point's loss counts: its ends prolonged when the stream arrives in order.
+def _head_sq_dist(u: Array, recent: Array, n_seen: Array, verts: Array, nv: Array, end_lead: float) -> Array:
+    """() u's squared distance to the head path (standardised units; inf where it has none)."""
+    seg, ok = _head_std(recent, n_seen, verts, nv, end_lead)
+    d2, _ = geometry.segment_sq_dist(u, seg[:, 0], seg[:, 1])
+    return jnp.min(jnp.where(ok, d2, jnp.inf))
+
+
+def head_path(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, Array]:
+    """What the next point's loss counts besides the line when the stream arrives in order.
+
+    On a trace arriving in order the line's end lags the trace: a new vertex
+    must pay its price first, and the newest points are noisy. The
+    prediction therefore also reaches to where the trace is now: ``here``, a
+    straight-line fit in time to the last `history.HEAD_WINDOW` points at the
+    newest one, continued by ``end_lead`` of its fitted steps per point; and
+    where ``here`` lies beyond the line's nearer end (past it along its end
+    segment), the join from that end to ``here``.
 
     Args:
       state: the learner's state.
-      end_lead: how many RMS steps of the trace the end segments are continued by
-        (``Config.end_lead``, a finite number >= 0; each continuation capped at its
-        segment's length).
+      end_lead: how many fitted steps of the trace the path reaches past its
+        newest point (``Config.end_lead``, a finite number >= 0).
 
     Returns:
-      (vertices (V + 2, d) in data units, n () valid rows, in_order () bool). With
-      ``in_order`` true the first and last valid rows are the prolonged ends
-      (`geometry.prolong_ends`); the loss uses this line only then.
+      ``(segments (2, 2, d) in data units, ok (2,) bool, in_order () bool)``:
+      the join [line end, here] and the lead [here, here + end_lead·step];
+      ``ok`` says which of them the loss counts (the join only beyond the
+      end); the loss uses them only with ``in_order`` true.
 
     Raises:
       ValueError: ``end_lead`` negative, NaN or infinite.
     """
-    ext, n = _prolonged_std(state, _check_end_lead(end_lead))
-    return state.centre + state.scale * ext, n, _in_order(state)
+    seg, ok = _head_std(state.recent, state.n_seen, state.std_vertices, state.n_vertices,
+                        _check_end_lead(end_lead))
+    return state.centre + state.scale * seg, ok, _in_order(state)
 
 
 def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
     """Δ(f̂, x): squared distance from x (d,) to the current line (data units).
 
-    On a stream arriving in order (`history.arrival_order`), the line's end
-    segments count as prolonged by ``end_lead`` times the trace's RMS step
-    (`geometry.prolong_ends`; ``Config.end_lead``); otherwise, and with
+    On a stream arriving in order (`history.arrival_order`) the line counts
+    with its head path (`head_path`: the join from its end to where the trace
+    is now, and ``end_lead`` fitted steps past it); otherwise, and with
     ``end_lead=0``, the line itself.
 
     Raises:
@@ -224,28 +246,19 @@ def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
     plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
     if end_lead == 0:
         return state.scale ** 2 * plain
-    ext, n_ext = _prolonged_std(state, end_lead)
-    prolonged = geometry.polyline_sq_dist(u[None], ext, n_ext)[0]
-    return state.scale ** 2 * jnp.where(_in_order(state), prolonged, plain)
+    head = _head_sq_dist(u, state.recent, state.n_seen, state.std_vertices, state.n_vertices, end_lead)
+    return state.scale ** 2 * jnp.where(_in_order(state), jnp.minimum(plain, head), plain)
 
 
 def predict(state: State, x: Array) -> Array:
     """Projection of points (..., d) onto the current line itself, shape (..., d).
 
-    The line, not its prolongations: on a stream arriving in order `loss`
+    The line, not its head path: on a stream arriving in order `loss`
     can be smaller than the squared distance to this projection.
     """
     flat = (x.reshape(-1, x.shape[-1]) - state.centre) / state.scale
     pt = geometry.polyline_projection(flat, state.std_vertices, state.n_vertices)["point"]
     return (state.centre + state.scale * pt).reshape(x.shape)
-
-
-def _end_sq_dist(u: Array, verts: Array, nv: Array, lead: Array) -> Array:
-    """() u's squared distance to the two prolongations of the line's ends (standardised units)."""
-    ext, n_ext = geometry.prolong_ends(verts, nv, lead)
-    d_head, _ = geometry.segment_sq_dist(u, ext[0], ext[1])
-    d_tail, _ = geometry.segment_sq_dist(u, ext[n_ext - 2], ext[n_ext - 1])
-    return jnp.minimum(d_head, d_tail)
 
 
 # ----------------------------------------------------------------------------
@@ -361,9 +374,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
                       n_seen.astype(jnp.int32), memory, drift, state.centre, state.scale, prm)
     pred = obs.dmin[H]
     if config.end_lead > 0:  # the prediction only: the objective, σ̂² and the memory use the line itself
-        lead = _lead(state.recent, state.n_seen, config.end_lead)
-        pred = jnp.where(obs.order >= history.ORDERED, jnp.minimum(pred, _end_sq_dist(u, obs.verts, obs.nv, lead)),
-                         pred)
+        head = _head_sq_dist(u, state.recent, state.n_seen, obs.verts, obs.nv, config.end_lead)
+        pred = jnp.where(obs.order >= history.ORDERED, jnp.minimum(pred, head), pred)
     info = Info(s2 * pred, (won.move.nv - 1).astype(jnp.int32), win.explore, won.kind, s2 * obs.sigma2)
     if not inspect:
         return new_state, info
@@ -435,7 +447,7 @@ def _build(config: Config, defaults: Params) -> StreamLearner:
 
 def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
          explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-         global_moves: int | None = 8, end_lead: float = 4.0, **param_kwargs) -> StreamLearner:
+         global_moves: int | None = 8, end_lead: float = 8.0, **param_kwargs) -> StreamLearner:
     """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
 
     Two calls with equal arguments return the same learner (its compiled
@@ -468,14 +480,15 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
       end_lead: on a stream arriving in order (a trace: each point near
         the previous one, `jaxstream.curves.history.arrival_order`), the
         prequential loss (``info.loss`` and `loss`) is the distance to the
-        line with each end segment continued by ``end_lead`` times the
-        trace's RMS step between consecutive points (the last 64;
-        `jaxstream.geometry.prolong_ends`): the line lags a few points behind
-        a trace's newest end, and the next point lies ahead of it. Only that
-        loss changes: the line, its objective, its noise estimate, `predict`
-        and the wrapper's ``project``/``score`` use the line itself. 0: the
-        line itself always (the paper's Δ); streams in random order are never
-        affected.
+        line and its head path (`head_path`): where the trace is now (a
+        straight-line fit in time to its last 16 points, at the newest),
+        ``end_lead`` of its fitted steps past that, and the join from the
+        line's nearer end when the trace has passed it. The line's end lags
+        a trace: a vertex must first pay its price, and the newest points are
+        the noisiest place to put one. Only that loss changes: the line, its
+        objective, its noise estimate, `predict` and the wrapper's
+        ``project``/``score`` use the line itself. 0: the line itself always
+        (the paper's Δ); streams in random order are never affected.
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
         the cap on one point's loss in the objective, in noise variances;

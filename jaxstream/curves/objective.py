@@ -112,8 +112,9 @@ class Params(NamedTuple):
 # of 0.9918; more curve length far from every event). κ = 400 is kept: at
 # 100 a sparse real trace (the ferry) loses 14×. Since 2026-11-26, on streams
 # arriving in order (`history.arrival_order`), the unit is max(spread, ℓ(f̂)/3)
-# (`tracking.length_unit`) and the curve-free noise proxy also uses time
-# neighbours (`history.curve_free_residual`), at the same 0.3.
+# (`tracking.length_unit`) and the curve-free noise proxy is read across a
+# quadratic fit in time (`history.curve_free_residual`, since 2026-11-28), at
+# the same 0.3.
 DEFAULT_H_SCALE = 0.5
 DEFAULT_LENGTH_SCALE = 0.3
 DEFAULT_DELTA = 0.01

@@ -9,7 +9,7 @@ slpc handles both without being told which:
   measured in the data's *current* extent (`extent`), not the initial
   points', so the line can grow at its ends as far as the trace goes, and
   the curve-free noise proxy looks for neighbours among the last points
-  (`remember`; `jaxstream.curves.history.nn_residual`), not the oldest.
+  (`remember`; `jaxstream.curves.history.curve_free_residual`), not the oldest.
 * **A source drifts** (the curve itself moves): old ground is stale. The
   objective can forget: a row of age a weighs ``exp(−a/τ)``, and the
   reservoir keeps recent rows (`history.reservoir_slot`), so the objective is

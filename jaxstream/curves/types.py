@@ -35,8 +35,8 @@ class Config(NamedTuple):
       penalty: ``"noise"`` or ``"theory"``.
       global_moves: G, deletions and end reversals scored per round (None: all).
       end_lead: on streams arriving in order, the prequential loss counts the
-        line's end segments as continued by this many RMS steps of the trace
-        (0: never).
+        line with its head path, reaching this many fitted steps past where
+        the trace is now (`jaxstream.curves.learner.head_path`; 0: never).
     """
 
     max_segments: int = 50
@@ -48,7 +48,7 @@ class Config(NamedTuple):
     init_rounds: int = 100
     penalty: str = "noise"
     global_moves: Optional[int] = 8
-    end_lead: float = 4.0
+    end_lead: float = 8.0
 
     name = "slpc"
     state_layout = STATE_LAYOUT
@@ -71,8 +71,10 @@ class State(NamedTuple):
       seg_slot: (V − 1,) int32, a permutation: segment k's row of hist_D
         (k < K); the entries from K on list the free rows.
       hist_r: (H + 1,) each row's squared distance to the segment joining
-        its two nearest earlier points when it arrived: a curve-free noise
-        proxy (see `jaxstream.curves.history.noise_level`).
+        its two nearest earlier points when it arrived, or on a stream
+        arriving in order its residual across the trend of its neighbours in
+        time: a curve-free noise proxy (see
+        `jaxstream.curves.history.curve_free_residual`, `noise_level`).
       hist_t: (H + 1,) int32 each row's arrival index (its age weighs it down
         with a finite ``memory``).
       hist_e: (H + 1,) each row's prequential squared residual (its distance
@@ -137,7 +139,7 @@ class Info(NamedTuple):
 
     Attributes:
       loss: Δ(f̂_t, x_t), the loss of the line *before* learning x_t (data units;
-        on a stream arriving in order, with its ends prolonged: ``Config.end_lead``).
+        on a stream arriving in order, with its head path: ``Config.end_lead``).
       n_segments: K(f̂_{t+1}) after the update.
       explore: whether the round explored (I_t = 1).
       move: which kind of move won (`jaxstream.curves.MOVE_NAMES`).

@@ -35,12 +35,12 @@ class SLPC(StreamModel):
 
     ``project``, ``predict``, ``transform`` and ``score`` use the curve itself;
     on a stream arriving in order the prequential losses (``last_losses_``)
-    count its ends as prolonged (``end_lead``, see `jaxstream.slpc`).
+    count its head path too (``end_lead``, see `jaxstream.slpc`).
     """
 
     def __init__(self, max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
                  explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-                 global_moves: Optional[int] = 8, end_lead: float = 4.0, delta: float = DEFAULT_DELTA,
+                 global_moves: Optional[int] = 8, end_lead: float = 8.0, delta: float = DEFAULT_DELTA,
                  R: float = 0.0, L: float = 0.0,
                  h_scale: float = DEFAULT_H_SCALE, length_scale: float = DEFAULT_LENGTH_SCALE,
                  eta_scale: float = 1.0, z_scale: float = 1.0, epsilon: float = 0.05,
