@@ -217,9 +217,10 @@ def _trend_rows(m: int, deg: int = TREND_DEGREE):
 
 def _across_trend(P, resid_row, slope_row, shrink):
     """The residual across the fit, given the fit's rows at one position (see `trend_residual`)."""
-    # Weighted sums written as elementwise products and a sum over the points (not a matrix
-    # product): every coordinate is then summed in the same order, so the residual is exactly
-    # invariant under coordinate permutations and sign flips (a quarter turn; tested).
+    # Weighted sums as elementwise products and a sum over the points: every coordinate is
+    # summed in the same order. That makes the residual exact under sign flips and powers of
+    # 2 (tested); under a coordinate swap XLA:CPU's fused multiply-adds still round the
+    # coordinate sums differently in the last bit.
     r = jnp.sum(resid_row[:, None] * P, 0)
     v = jnp.sum(slope_row[:, None] * P, 0)
     vv = _ops.coord_sum(v * v)
@@ -281,7 +282,7 @@ def trace_head(recent, n_seen):
     t = np.arange(m, dtype=np.float64) - (m - 1) / 2
     dt = P.dtype
     mean = jnp.mean(P, 0)
-    velocity = jnp.sum(jnp.asarray(t / np.sum(t * t), dt)[:, None] * (P - mean), 0)  # see `_across_trend`
+    velocity = jnp.sum(jnp.asarray(t / np.sum(t * t), dt)[:, None] * (P - mean), 0)  # as in `_across_trend`
     return mean + float(t[-1]) * velocity, velocity
 
 
