@@ -25,7 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
+           "sorted_replace", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "ring_last", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
@@ -265,6 +265,12 @@ def trend_residuals(P):
     return jax.vmap(_across_trend)(windows, resid, jnp.asarray(slope[pos], dt), jnp.asarray(shrink[pos], dt))
 
 
+def ring_last(recent, n_seen, m: int):
+    """(m, d) the last m points of the ring of recent points, oldest first (point n is in row
+    n mod NN_ROWS; rows before the first point wrap onto the ring's end)."""
+    return recent[(n_seen - m + jnp.arange(m)) % recent.shape[0]]
+
+
 def trace_head(recent, n_seen):
     """Where a trace arriving in order is now: a straight-line fit in time to its last
     `HEAD_WINDOW` points (ordinary least squares on the arrival index), at the newest one.
@@ -277,8 +283,8 @@ def trace_head(recent, n_seen):
       ``(position (d,), velocity (d,))``: the fitted newest point and the fitted step per
       point.
     """
-    R, m = recent.shape[0], HEAD_WINDOW
-    P = recent[(n_seen - m + jnp.arange(m)) % R]  # oldest first
+    m = HEAD_WINDOW
+    P = ring_last(recent, n_seen, m)
     t = np.arange(m, dtype=np.float64) - (m - 1) / 2
     dt = P.dtype
     mean = jnp.mean(P, 0)
@@ -311,7 +317,7 @@ def curve_free_residual(u, recent, n_seen, ordered=True):
     """
     R, m = recent.shape[0], TREND_WINDOW
     r_chord = nn_residual(u, recent, jnp.arange(R) < n_seen)
-    window = jnp.concatenate([recent[(n_seen - (m - 1) + jnp.arange(m - 1)) % R], u[None]])
+    window = jnp.concatenate([ring_last(recent, n_seen, m - 1), u[None]])
     r_trend = trend_residual(window, m // 2) * NN_INFLATION
     return jnp.where(ordered & (n_seen >= m - 1), r_trend, r_chord)
 
