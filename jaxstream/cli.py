@@ -334,6 +334,10 @@ def run_curve(args) -> dict:
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
     print(f"R^2 of the final curve on all points: {figures['r2']:.4f}")
+    if figures["n_segments"] >= model.max_segments:
+        print(f"capacity: the curve uses all {model.max_segments} segments it may have; the stream asked "
+              f"for more (--max-segments raises the cap; --length-scale or --h-scale above their defaults "
+              f"give a smoother summary at a higher prequential loss)")
     if len(figures["head_path"]):
         print(f"the stream arrives in order: the prequential loss also counts the curve's head path, to where "
               f"the trace is now and {model.end_lead:g} fitted steps past it (drawn dashed; --end-lead 0: the "
@@ -447,6 +451,9 @@ def run_cluster(args) -> dict:
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
           "(compile included)")
+    if figures["n_clusters"] >= model.max_clusters:
+        print(f"capacity: PACBO uses all {model.max_clusters} centres it may have; the quasi-posterior may "
+              f"want more (--max-clusters raises the cap)")
     marks = sorted({max(1, int(round(f * len(k_t)))) for f in (0.1, 0.25, 0.5, 0.75, 1.0)})
     print("k̂ over time: " + ", ".join(f"t={t}: {int(k_t[t - 1])}" for t in marks))
     print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "

@@ -89,6 +89,7 @@ def test_curve_on_csv(good_runs, data_dir):
     assert "60 points in 2-D" in out
     n_seg = _figure(r"slpc: (\d+) segments after 50 rounds", out)
     assert 1 <= n_seg <= 6
+    assert ("capacity: the curve uses all 6 segments" in out) == (n_seg == 6)
     # the cubic stream is a curve: a sensible principal curve explains most of its variance
     assert _figure(r"R\^2 of the final curve on all points: (\S+)", out) > 0.7
     assert np.isfinite(_figure(r"cumulative prequential loss: (\S+)", out))
@@ -100,6 +101,7 @@ def test_cluster_on_npy(good_runs, data_dir):
     k = _figure(r"PACBO: (\d+) clusters after 80 rounds", out)
     assert 1 <= k <= 8
     assert re.search(r"k̂ over time: t=8: \d+, .* t=80: %d" % k, out)
+    assert ("capacity: PACBO uses all 8 centres" in out) == (k == 8)
     sizes = [int(m) for m in re.findall(r"centre \d+: \[.*\]  \(label \d+, (\d+) points(?: in memory)?\)", out)]
     m = re.search(r"memory: the drift test forgot (\d+) points; (\d+) of the 80 points are in memory", out)
     assert len(sizes) == k and sum(sizes) == (int(m.group(2)) if m else 80)  # each in one printed cluster
@@ -164,6 +166,26 @@ def test_cluster_passes_a_noise_scale_guess_on(tmp_path, monkeypatch):
                                               "--history-size", "32", "--out", ""] + extra)
         assert cli.run_cluster(args)["n_clusters"] >= 1
     assert seen == [0.5, None]
+
+
+def test_a_summary_at_its_capacity_says_so(tmp_path, capsys):
+    """A curve or a clustering that ends with every segment or centre it may have says so (the
+    stream asked for more than the cap), with the options that change it; below the cap, nothing."""
+    route = datasets.make_route_stream(120, seed=1)  # five legs: more than 2 segments
+    np.save(tmp_path / "route.npy", route)
+    base = ["curve", "--csv", str(tmp_path / "route.npy"), "--history-size", "64", "--out", ""]
+    fig = cli.run_curve(cli.build_parser().parse_args(base + ["--max-segments", "2"]))
+    out = capsys.readouterr().out
+    assert fig["n_segments"] == 2
+    assert "capacity: the curve uses all 2 segments it may have" in out and "--max-segments raises the cap" in out
+    fig = cli.run_curve(cli.build_parser().parse_args(base + ["--max-segments", "30"]))
+    assert fig["n_segments"] < 30 and "capacity:" not in capsys.readouterr().out
+    xs, _ = cli.four_groups_stream(80, seed=0)  # four groups 4σ or more apart: more than one centre
+    np.save(tmp_path / "groups.npy", xs)
+    base = ["cluster", "--csv", str(tmp_path / "groups.npy"), "--n-steps", "30", "--history-size", "64", "--out", ""]
+    fig = cli.run_cluster(cli.build_parser().parse_args(base + ["--max-clusters", "1"]))
+    out = capsys.readouterr().out
+    assert fig["n_clusters"] == 1 and "capacity: PACBO uses all 1 centres it may have" in out
 
 
 def test_curve_on_a_trace_draws_the_head_path(tmp_path, capsys):
