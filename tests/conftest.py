@@ -24,6 +24,18 @@ if _cache:
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_compiled_programs_kept():
+    """Each test file starts from cleared JAX caches. jaxlib 0.10.2's XLA:CPU segfaults now and
+    then inside `backend_compile_and_load` in a worker that has compiled the programs of many
+    earlier files: reproduced in one process with 7 files before `test_grad_streams.py` (not with
+    3 or 4; a `jax.clear_caches()` before it passed), and the crashes of CI runs came after 9-11
+    files (2026-11-28: three of three). `.ci/pytest_rerun_crashes.py` still reruns any test whose
+    worker crashes."""
+    jax.clear_caches()
+    yield
+
+
 @pytest.fixture
 def on_cpu():
     """Run the test's own computations on the CPU, for tests that compare them bit for bit with

@@ -24,19 +24,6 @@ def _float64():
 KEY = jax.random.key(0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_compiled_programs_kept():
-    """This file compiles the largest programs of the suite (vmapped float64 stream runs). jaxlib
-    0.10.2's XLA:CPU segfaulted compiling `tune`'s program in a process that had compiled the
-    programs of 7 earlier test files first (reproduced in one process with test_wrappers, test_slpc,
-    test_princurve, test_core, test_slpc_tracking, test_cli, test_pacbo_forgetting before this
-    file; not with 3 or 4 of them; a `jax.clear_caches()` before `tune` passed). The README says
-    so to users. Each file starts from a cleared cache here; `.ci/pytest_rerun_crashes.py` still
-    reruns any test whose worker crashes."""
-    jax.clear_caches()
-    yield
-
-
 def _cubic(n_streams, T, seed0=0):
     return jnp.asarray(np.stack([js.datasets.make_cubic_stream(T, seed=seed0 + s) for s in range(n_streams)]))
 
