@@ -98,6 +98,8 @@ ADDED_CONFIG_KEYS = {
     "landmark_mds": {"weighted": False},
     # slpc before global_moves scored every deletion and reversal each round.
     "slpc": {"global_moves": None},
+    # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only.
+    "pacbo": {"split_guard": False},
 }
 
 

@@ -321,7 +321,7 @@ def test_a_noise_scale_guess_is_pooled_with_the_rounds_spread():
     xs = four_groups(21, HIST - 2).astype(np.float32)  # all stored: n is the history's count
     plain = jaxstream.pacbo(CAP, HIST, STEPS)
     s = plain.init(jax.random.PRNGKey(0), xs)
-    _, sd, _, _, n = map(float, _lam_sigma_R(plain)(s))
+    _, sd, _, _, n, _ = map(float, _lam_sigma_R(plain)(s))
     k = int(s.n_clusters)
     for nu0, want in ((10.0, (10.0 * 0.7 ** 2 + (n - k - 1) * sd ** 2) / (10.0 + n - k - 1)),
                       (math.inf, 0.7 ** 2), (0.0, sd ** 2)):
@@ -937,15 +937,15 @@ def _lam_sigma_R(learner):
     @jax.jit
     def f(s):
         t = P.round_target(s, cfg)
-        return t.lam, t.noise_sd, t.eta, s.radius, s.n_seen
+        return t.lam, t.noise_sd, t.eta, s.radius, s.n_seen, t.price_noise_sd
 
     return f
 
 
 def test_lambda_cap_bounds_the_temperature():
-    """λ_t = min(lambda_scale·(d+2)/(R·σ̂·√(n−1)), lambda_cap/(2σ̂²)) (NumPy reference from the
-    round's σ̂, R and n): the cap binds with few points (λ ∝ 1/√n is large), not after many;
-    lambda_cap=inf is the spec's schedule."""
+    """λ_t = min(lambda_scale·(d+2)/(R·σ·√(n−1)), lambda_cap/(2σ_P²)) (NumPy reference from the
+    round's σ, σ_P (the split guard's σ, ≥ σ), R and n): the cap binds with few points (λ ∝ 1/√n
+    is large), not after many; lambda_cap=inf is the spec's schedule."""
     xs = four_groups(12, 400).astype(np.float64)
     capped = jaxstream.pacbo(CAP, HIST, STEPS)
     free = jaxstream.pacbo(CAP, HIST, STEPS, lambda_cap=float("inf"))
@@ -954,9 +954,11 @@ def test_lambda_cap_bounds_the_temperature():
     for n in (4, 400):
         for lrn in (capped, free):
             s = lrn.init(jax.random.PRNGKey(0), xs[:n].astype(np.float32))
-            lam, sd, _, R, n_seen = map(float, _lam_sigma_R(lrn)(s))
+            lam, sd, _, R, n_seen, price_sd = map(float, _lam_sigma_R(lrn)(s))
             sched = float(lrn.params.lambda_scale) * (D + 2) / (R * sd * math.sqrt(max(n_seen - 1, 1)))
-            ref = min(sched, float(lrn.params.lambda_cap) / (2 * sd ** 2))
+            # the cap's σ is the split guard's: the round's σ, or the k̂ row's noise level when wider
+            assert price_sd >= sd
+            ref = min(sched, float(lrn.params.lambda_cap) / (2 * price_sd ** 2))
             assert lam == pytest.approx(ref, rel=1e-5)
             if lrn is capped:
                 bound.append(sched > ref)
@@ -975,7 +977,7 @@ def test_paper_preset_is_the_spec_and_explicit_arguments_win():
     chex.assert_trees_all_close(paper.params, ref)
     xs = four_groups(13, 12)
     s = paper.init(jax.random.PRNGKey(0), xs)
-    lam, sd, eta, R, n = map(float, _lam_sigma_R(paper)(s))
+    lam, sd, eta, R, n, _ = map(float, _lam_sigma_R(paper)(s))
     assert sd == 1.0 and eta == 0.0
     assert lam == pytest.approx(5.0 * (D + 2) / (R * math.sqrt(n - 1)), rel=1e-5)
     mixed = jaxstream.pacbo(CAP, HIST, STEPS, preset="paper", estimate="mean", lambda_scale=3.0)

@@ -31,6 +31,9 @@ class Config(NamedTuple):
       provisional_size: A, the last points kept to predict with while the
         partition cannot explain them (provisional centres,
         `jaxstream.clustering.pacbo` "Provisional centres"; 0: none).
+      split_guard: price a centre and cap λ with the k̂ row's noise level while
+        the k̂ + 1 row's extra centre may split noise
+        (`jaxstream.clustering.quasi_posterior`, "Split guard").
     """
 
     max_clusters: int = 50
@@ -43,6 +46,7 @@ class Config(NamedTuple):
     estimate: str = "mean"
     recent_size: int = 6
     provisional_size: int = 8
+    split_guard: bool = True
 
     name = "pacbo"
 

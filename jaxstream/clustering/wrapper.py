@@ -53,7 +53,7 @@ class PACBO(StreamModel):
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
                  lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
                  recent_size: Optional[int] = None, provisional_level: Optional[float] = None,
-                 provisional_size: int = 8, seed: int = 0):
+                 provisional_size: int = 8, split_guard: Optional[bool] = None, seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
         self.history_size = history_size
@@ -81,6 +81,7 @@ class PACBO(StreamModel):
         self.recent_size = recent_size
         self.provisional_level = provisional_level
         self.provisional_size = provisional_size
+        self.split_guard = split_guard
         self.seed = seed
 
     def _build(self):
@@ -88,7 +89,7 @@ class PACBO(StreamModel):
         return _P.pacbo(self.max_clusters, self.history_size, self.n_steps, n_chains=self.n_chains,
                         radius=self.radius, kmeans_iters=self.kmeans_iters, history_policy=self.history_policy,
                         df=self.df, estimate=self.estimate, preset=self.preset, recent_size=self.recent_size,
-                        provisional_size=self.provisional_size, **numeric)
+                        provisional_size=self.provisional_size, split_guard=self.split_guard, **numeric)
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds
