@@ -442,10 +442,11 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     # (quasi_posterior's "Split guard"); λ itself, λ_2 and the proposals keep σ.
     sig2_price = sigma ** 2
     if config.split_guard:
-        dof_k = n_f - k_rows[1]
-        var_k = weight * rows.within_ss[1] / (d * jnp.maximum(dof_k, 1.0))
-        var_k = pooled_noise_variance(var_k, jnp.maximum(dof_k, 0.0), params.noise_scale, params.noise_prior_points)
-        var_k = jnp.where(dof_k >= 1, var_k, jnp.nan)
+        w_k = weight * rows.within_ss[1]
+        var_k = noise_variance(w_k, k_rows[1], w_k, k_rows[1], n_f, d)  # the k̂ row's, NaN without spread
+        pooled_k = pooled_noise_variance(var_k, noise_dof(n_f, k_rows[1], k_rows[1]), params.noise_scale,
+                                         params.noise_prior_points)
+        var_k = jnp.where(jnp.isnan(var_k), jnp.nan, pooled_k)
         sig2_price = guarded_noise_variance(sig2_price, var_k, n_f, d)
     lam = jnp.minimum(lam, params.lambda_cap / (2.0 * sig2_price))
     lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
