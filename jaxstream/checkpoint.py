@@ -96,8 +96,9 @@ def _package_version() -> str:
 # those checkpoints are refused.)
 ADDED_CONFIG_KEYS = {
     "landmark_mds": {"weighted": False},
-    # slpc before global_moves scored every deletion and reversal each round.
-    "slpc": {"global_moves": None},
+    # slpc before global_moves scored every deletion and reversal each round, and before the drift
+    # offset (2026-11-29) measured its prequential loss on a drifting stream against the line itself.
+    "slpc": {"global_moves": None, "drift_offset": False},
     # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only.
     "pacbo": {"split_guard": False},
 }

@@ -308,7 +308,8 @@ def run_curve(args) -> dict:
     kw = dict(max_segments=args.max_segments, history_size=args.history_size, t0=args.t0,
               h_scale=args.h_scale, length_scale=args.length_scale, eta_scale=args.eta_scale,
               delta=args.delta, init=args.init, penalty=args.penalty, outlier_scale=args.outlier_scale,
-              memory=args.memory, end_lead=getattr(args, "end_lead", None))
+              memory=args.memory, end_lead=getattr(args, "end_lead", None),
+              drift_offset=getattr(args, "drift_offset", None))
     kw = {k: v for k, v in kw.items() if v is not None}
     if kw.get("history_size", t0) < t0:
         raise InputError(f"--history-size {kw['history_size']} cannot hold the t0={t0} initial points: pass "
@@ -326,7 +327,7 @@ def run_curve(args) -> dict:
         cumulative_loss=float(losses.sum()),
         prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
         r2=float(model.score(xs)), n_segments=model.n_segments_, seconds=seconds,
-        vertices=np.asarray(vertices), head_path=_head_path(model))
+        vertices=np.asarray(vertices), head_path=_head_path(model), drift_offset=_drift_offset(model))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
           f"(t0={t0} initial points) in {seconds:.2f} s (compile included)")
@@ -342,6 +343,13 @@ def run_curve(args) -> dict:
         print(f"the stream arrives in order: the prequential loss also counts the curve's head path, to where "
               f"the trace is now and {model.end_lead:g} fitted steps past it (drawn dashed; --end-lead 0: the "
               f"curve itself)")
+    if figures["drift_offset"] is not None:
+        from .curves.tracking import memory
+        tau = float(memory(model.state_))
+        print(f"the source drifts (memory {tau:.0f} rounds): the prequential loss measures each point "
+              f"against the curve moved by the source's estimated offset, now "
+              f"({', '.join(f'{c:.3g}' for c in figures['drift_offset'])}) (drawn dashed; --no-drift-offset: "
+              f"the curve itself)")
     _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
@@ -362,6 +370,16 @@ def _head_path(model) -> np.ndarray:
     return np.asarray(seg, np.float64)[np.asarray(ok)]
 
 
+def _drift_offset(model):
+    """(d,) the offset the next point's loss moves the curve by (`jaxstream.curves.learner.drift_offset`),
+    or None when it moves it by nothing (unlimited memory, a trace in order, ``drift_offset=False``)."""
+    from .curves.learner import drift_offset
+    if not model.drift_offset or model.state_ is None:
+        return None
+    off = np.asarray(drift_offset(model.state_), np.float64)
+    return off if np.any(off != 0) else None
+
+
 def _plot_curve(plt, xs, figures, names, out, title, losses):
     vertices = figures["vertices"]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5), gridspec_kw=dict(width_ratios=[1.3, 1]))
@@ -372,6 +390,10 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
         pv = project(vertices)
         ax.plot(pv[:, 0], pv[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
                 zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
+        if figures.get("drift_offset") is not None:
+            pm = project(vertices + figures["drift_offset"])
+            ax.plot(pm[:, 0], pm[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
+                    label="curve moved by the drift (the next point's loss)")
         for j, seg in enumerate(figures["head_path"]):
             seg = project(seg)
             ax.plot(seg[:, 0], seg[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
@@ -734,6 +756,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on a stream arriving in order, the prequential loss also counts the curve's "
                         "head path: from its end to where the trace is now, and S fitted steps of the "
                         "trace past it (drawn dashed; 0: the curve itself, the paper's loss; default: 8)")
+    p.add_argument("--no-drift-offset", dest="drift_offset", action="store_false",
+                   help="on a drifting stream in random order, measure the prequential loss against the "
+                        "curve itself, not the curve moved by the source's estimated offset (the default)")
     _common(p, "curve.png")
 
     p = sub.add_parser(

@@ -87,7 +87,7 @@ def test_resume_bit_identical_float64(name, tmp_path):
 def slpc_saved(tmp_path_factory):
     """A small slpc state saved under a hand-set configuration."""
     learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", max_segments=8, history_size=64,
-                                                             global_moves=8))
+                                                             global_moves=8, drift_offset=True))
     xs = _stream(np.float32)
     state = learner.init(jax.random.key(0), xs[:N_INIT])
     path = tmp_path_factory.mktemp("ckpt") / "slpc.ckpt"
@@ -97,7 +97,8 @@ def slpc_saved(tmp_path_factory):
 
 def test_refuses_another_configuration(slpc_saved):
     learner, _, path = slpc_saved
-    other = learner._replace(config=dict(learner="slpc", max_segments=12, history_size=64, global_moves=8))
+    other = learner._replace(config=dict(learner="slpc", max_segments=12, history_size=64, global_moves=8,
+                                         drift_offset=True))
     with pytest.raises(CheckpointError, match=r"another learner configuration \(max_segments: saved 8 vs learner 12\)"):
         checkpoint.load(path, other)
     pacbo = learner._replace(config=dict(learner="pacbo", max_clusters=8))
@@ -145,7 +146,8 @@ def test_config_keys_added_later_read_as_their_old_default(tmp_path):
 
 
 def test_tuple_and_list_configs_compare_equal(tmp_path):
-    learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", shape=(2, 3), global_moves=8))
+    learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", shape=(2, 3), global_moves=8,
+                                                             drift_offset=True))
     state = learner.init(jax.random.key(0), _stream(np.float32)[:N_INIT])
     checkpoint.save(tmp_path / "c", learner, state)
     checkpoint.load(tmp_path / "c", learner)
@@ -176,7 +178,7 @@ def test_refuses_incompatible_versions(slpc_saved, tmp_path, monkeypatch):
 
 def test_refuses_float64_file_without_x64(tmp_path):
     with jax.enable_x64(True):
-        learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", global_moves=8))
+        learner = js.slpc(8, 64, t0=N_INIT)._replace(config=dict(learner="slpc", global_moves=8, drift_offset=True))
         state = learner.init(jax.random.key(0), _stream(np.float64)[:N_INIT])
         checkpoint.save(tmp_path / "f64.ckpt", learner, state)
     assert not jax.config.jax_enable_x64
@@ -247,7 +249,8 @@ def test_file_is_plain_npz_with_json_manifest(slpc_saved):
     assert len(manifest["leaves"]) == len(leaves)
     for spec, leaf in zip(manifest["leaves"], leaves):
         assert spec["shape"] == list(leaf.shape) and spec["dtype"] == leaf.dtype.name
-    assert manifest["config"] == {"learner": "slpc", "max_segments": 8, "history_size": 64, "global_moves": 8}
+    assert manifest["config"] == {"learner": "slpc", "max_segments": 8, "history_size": 64, "global_moves": 8,
+                                  "drift_offset": True}
     assert manifest["jaxstream_version"] == js.__version__
     assert manifest["metadata"] == {"note": "x"}
     with np.load(path, allow_pickle=False) as data:  # no pickled objects inside

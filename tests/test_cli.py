@@ -219,6 +219,29 @@ def test_curve_on_a_trace_draws_the_head_path(tmp_path, capsys):
         cli.build_parser().parse_args(["curve", "--end-lead", "-1"])
 
 
+def test_curve_on_a_drifting_stream_draws_the_moved_curve(tmp_path, capsys):
+    """A drifting arc with a fixed memory: the command says the loss measures points against the
+    curve moved by the source's offset, returns that offset (the learner's `drift_offset`) and
+    draws it; --no-drift-offset and an unlimited memory have none."""
+    from jaxstream.curves.learner import drift_offset
+    xs = datasets.make_drifting_curve_stream(300, shift=(0.0, 2.0), seed=1)
+    np.save(tmp_path / "arc.npy", xs)
+    base = ["curve", "--csv", str(tmp_path / "arc.npy"), "--max-segments", "12", "--history-size", "64"]
+    args = cli.build_parser().parse_args(base + ["--memory", "40", "--out", str(tmp_path / "a.png")])
+    fig = cli.run_curve(args)
+    out = capsys.readouterr().out
+    assert "the source drifts (memory 40 rounds): the prequential loss measures each point against" in out
+    import jaxstream as js
+    model = js.SLPC(max_segments=12, history_size=64, memory=40.0).partial_fit(xs.astype(np.float32))
+    np.testing.assert_allclose(fig["drift_offset"], np.asarray(drift_offset(model.state_)), rtol=1e-5, atol=1e-7)
+    assert fig["drift_offset"][1] > 0.02          # the arc moves up
+    with open(tmp_path / "a.png", "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    for extra in (["--memory", "40", "--no-drift-offset"], ["--memory", "inf"]):
+        fig = cli.run_curve(cli.build_parser().parse_args(base + extra + ["--out", ""]))
+        assert fig["drift_offset"] is None and "the source drifts" not in capsys.readouterr().out
+
+
 def test_embed_default(good_runs, data_dir):
     out = _assert_ok(good_runs["embed"], data_dir / "embed.png")
     assert "S-curve (300 points in 3-D" in out

@@ -759,7 +759,8 @@ def test_bad_input_raises_clear_errors(learner, trained, cubic):
     assert learner.config == pc.Config() and hash(learner.config) == hash(pc.Config())
     assert js.config_record(learner.config) == dict(
         learner="slpc", max_segments=50, history_size=512, window=2, t0=20, explore_steps=3, init="fit",
-        init_rounds=100, penalty="noise", global_moves=8, end_lead=8.0, state_layout=pc.STATE_LAYOUT)
+        init_rounds=100, penalty="noise", global_moves=8, end_lead=8.0, drift_offset=True,
+        state_layout=pc.STATE_LAYOUT)
 
 
 def test_checkpoint_of_another_state_layout_is_refused(cubic, tmp_path):

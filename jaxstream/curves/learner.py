@@ -39,6 +39,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .. import _ops, _rng, geometry
@@ -230,13 +231,34 @@ def head_path(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, 
     return state.centre + state.scale * seg, ok, _in_order(state)
 
 
-def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
+def _moves(state: State) -> Array:
+    """() bool: the prequential loss counts the line moved by `drift_offset` (a finite memory, random order)."""
+    return jnp.isfinite(tracking.memory(state)) & ~_in_order(state)
+
+
+def drift_offset(state: State) -> Array:
+    """(d,) in data units: how far the source has moved from the line at the next point's round.
+
+    On a stream in random order with a finite memory (a drifting source, or a
+    user's ``memory``) the line stands about τ rounds behind the stream; the
+    prequential loss (``info.loss``, `loss`) measures the next point against
+    the line moved by this offset (`jaxstream.curves.tracking.drift_offset`).
+    Zeros with an unlimited memory and on a stream arriving in order (there
+    the head path counts instead). ``state.vertices + drift_offset(state)``
+    is where the line predicts the source to be now.
+    """
+    return state.scale * jnp.where(_moves(state), tracking.drift_offset(state), 0.0)
+
+
+def loss(state: State, x: Array, end_lead: float = _END_LEAD, drift_offset: bool = True) -> Array:
     """Δ(f̂, x): squared distance from x (d,) to the current line (data units).
 
     On a stream arriving in order (`history.arrival_order`) the line counts
     with its head path (`head_path`: the join from its end to where the trace
-    is now, and ``end_lead`` fitted steps past it); otherwise, and with
-    ``end_lead=0``, the line itself.
+    is now, and ``end_lead`` fitted steps past it); on a stream in random
+    order with a finite memory, and ``drift_offset``, the line moved by the
+    source's estimated offset (`drift_offset`); otherwise, and with
+    ``end_lead=0`` on traces, the line itself.
 
     Raises:
       ValueError: ``end_lead`` negative, NaN or infinite (a static number).
@@ -244,6 +266,10 @@ def loss(state: State, x: Array, end_lead: float = _END_LEAD) -> Array:
     end_lead = _check_end_lead(end_lead)
     u = (x - state.centre) / state.scale
     plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
+    if drift_offset:
+        moved = geometry.polyline_sq_dist((u - tracking.drift_offset(state))[None], state.std_vertices,
+                                          state.n_vertices)[0]
+        plain = jnp.where(_moves(state), moved, plain)
     if end_lead == 0:
         return state.scale ** 2 * plain
     head = _head_sq_dist(u, state.recent, state.n_seen, state.std_vertices, state.n_vertices, end_lead)
@@ -373,6 +399,13 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
                       slot.n_stored.astype(jnp.int32),
                       n_seen.astype(jnp.int32), memory, drift, state.centre, state.scale, prm)
     pred = obs.dmin[H]
+    if config.drift_offset:  # the prediction only, like the head path below
+        # A cond, not a select: a stream whose memory is unlimited (most stationary ones) skips the fit.
+        pred = lax.cond(jnp.isfinite(tracking.memory(state)) & (obs.order < history.ORDERED),
+                        lambda: geometry.polyline_sq_dist(
+                            (u - tracking.drift_offset(state, (obs.seg[:H], obs.tpar[:H])))[None], obs.verts,
+                            obs.nv)[0],
+                        lambda: pred)
     if config.end_lead > 0:  # the prediction only: the objective, σ̂² and the memory use the line itself
         head = _head_sq_dist(u, state.recent, state.n_seen, obs.verts, obs.nv, config.end_lead)
         pred = jnp.where(obs.order >= history.ORDERED, jnp.minimum(pred, head), pred)
@@ -441,13 +474,15 @@ def _build(config: Config, defaults: Params) -> StreamLearner:
             raise ValueError(f"slpc needs at least t0={config.t0} initial points; got {x_init.shape[0]}")
         return init(key, x_init, defaults if params is None else params, config)
 
-    return StreamLearner(init_, _update_kernel(config), predict, functools.partial(loss, end_lead=config.end_lead),
+    return StreamLearner(init_, _update_kernel(config), predict,
+                         functools.partial(loss, end_lead=config.end_lead, drift_offset=config.drift_offset),
                          defaults, config)
 
 
 def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
          explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-         global_moves: int | None = 8, end_lead: float = 8.0, **param_kwargs) -> StreamLearner:
+         global_moves: int | None = 8, end_lead: float = 8.0, drift_offset: bool = True,
+         **param_kwargs) -> StreamLearner:
     """Sequential principal curve learner (Algorithm 3 of Li & Guedj).
 
     Two calls with equal arguments return the same learner (its compiled
@@ -489,6 +524,14 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         objective, its noise estimate, `predict` and the wrapper's
         ``project``/``score`` use the line itself. 0: the line itself always
         (the paper's Δ); streams in random order are never affected.
+      drift_offset: on a stream in random order with a finite memory (the
+        automatic one after its drift test fired, or a user's ``memory``),
+        the prequential loss is the distance to the line moved by the
+        source's estimated offset (`drift_offset`): the line fits rows
+        weighted over about τ rounds, so on a drifting source it lags the
+        stream, and the rows' residuals across the line, fitted on their
+        ages, say by how much. Only that loss changes (as with
+        ``end_lead``); False: the line itself.
       **param_kwargs: numeric parameters for `default_params` (delta, R, L,
         h_scale, length_scale, eta_scale, z_scale, epsilon, outlier_scale:
         the cap on one point's loss in the objective, in noise variances;
@@ -526,6 +569,8 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
     if global_moves is not None:
         global_moves = check_capacity(global_moves, "global_moves")
     end_lead = _check_end_lead(end_lead)
+    if not isinstance(drift_offset, (bool, np.bool_)):
+        raise TypeError(f"drift_offset must be True or False; got {drift_offset!r}")
     config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves,
-                    end_lead)
+                    end_lead, bool(drift_offset))
     return cached_learner(_build, config, default_params, param_kwargs)

@@ -37,6 +37,9 @@ class Config(NamedTuple):
       end_lead: on streams arriving in order, the prequential loss counts the
         line with its head path, reaching this many fitted steps past where
         the trace is now (`jaxstream.curves.learner.head_path`; 0: never).
+      drift_offset: on streams in random order with a finite memory, the
+        prequential loss counts the line moved by the source's estimated
+        offset (`jaxstream.curves.tracking.drift_offset`; False: never).
     """
 
     max_segments: int = 50
@@ -49,6 +52,7 @@ class Config(NamedTuple):
     penalty: str = "noise"
     global_moves: Optional[int] = 8
     end_lead: float = 8.0
+    drift_offset: bool = True
 
     name = "slpc"
     state_layout = STATE_LAYOUT

@@ -35,13 +35,15 @@ class SLPC(StreamModel):
 
     ``project``, ``predict``, ``transform`` and ``score`` use the curve itself;
     on a stream arriving in order the prequential losses (``last_losses_``)
-    count its head path too (``end_lead``, see `jaxstream.slpc`).
+    count its head path too (``end_lead``), and on a drifting stream in
+    random order the line moved by the source's offset (``drift_offset``;
+    see `jaxstream.slpc`).
     """
 
     def __init__(self, max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
                  explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
-                 global_moves: Optional[int] = 8, end_lead: float = 8.0, delta: float = DEFAULT_DELTA,
-                 R: float = 0.0, L: float = 0.0,
+                 global_moves: Optional[int] = 8, end_lead: float = 8.0, drift_offset: bool = True,
+                 delta: float = DEFAULT_DELTA, R: float = 0.0, L: float = 0.0,
                  h_scale: float = DEFAULT_H_SCALE, length_scale: float = DEFAULT_LENGTH_SCALE,
                  eta_scale: float = 1.0, z_scale: float = 1.0, epsilon: float = 0.05,
                  outlier_scale: float = DEFAULT_OUTLIER_SCALE, memory: float = float("nan"), seed: int = 0):
@@ -55,6 +57,7 @@ class SLPC(StreamModel):
         self.penalty = penalty
         self.global_moves = global_moves
         self.end_lead = end_lead
+        self.drift_offset = drift_offset
         self.delta = delta
         self.R = R
         self.L = L
