@@ -120,7 +120,7 @@ ax.legend(loc="upper left", fontsize=9)
 fig.tight_layout()"""))
 cells.append(md("""PACBO's k̂_t follows the staircase: a new group gets its centre after one to
 three of its points, and k̂_t sometimes overshoots by one for a few rounds
-(mean |k̂_t − k_t| about 0.2). The Gap statistic's rule (smallest k with
+(mean |k̂_t − k_t| about 0.15). The Gap statistic's rule (smallest k with
 Gap(k) ≥ Gap(k+1) − s_{k+1}) stops early once many groups fill the
 bounding box of its uniform reference."""))
 cells.append(md("""### Knowing the noise level
