@@ -1,7 +1,4 @@
-"""Writes notebooks/landmarks.ipynb (unexecuted); execute it with nbclient from notebooks/:
-
-    python -c "import nbformat; from nbclient import NotebookClient; nb = nbformat.read('landmarks.ipynb', 4); NotebookClient(nb, timeout=900).execute(); nbformat.write(nb, 'landmarks.ipynb')"
-"""
+"""Build and execute notebooks/landmarks.ipynb (python notebooks/make_landmarks_notebook.py)."""
 import os
 
 import nbformat as nbf
@@ -240,5 +237,8 @@ hours, because alignment removes the sign flips and rotations that a fresh
 eigendecomposition would introduce at every swap."""))
 nb["cells"] = cells
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nbf.write(nb, os.path.join(os.path.dirname(os.path.abspath(__file__)), "landmarks.ipynb"))
+from nbclient import NotebookClient  # noqa: E402  (executed, like the other notebooks)
+here = os.path.dirname(os.path.abspath(__file__))
+NotebookClient(nb, timeout=900, kernel_name="python3").execute(cwd=here)
+nbf.write(nb, os.path.join(here, "landmarks.ipynb"))
 print("written")
