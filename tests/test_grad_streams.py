@@ -47,13 +47,20 @@ def _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw, h=0.3):
 
 
 @pytest.mark.slow  # ~45 s each: compiling reverse mode through the slpc round
-@pytest.mark.parametrize("stream", ["cubic", "route"])
+@pytest.mark.parametrize("stream", ["cubic", "route", "drift"])
 def test_slpc_pathwise_grad_matches_finite_difference(stream):
     """On a route arriving in order the loss counts the head path, fitted to the trace's newest
-    points: that path is differentiated too."""
+    points; on a drifting arc with a finite memory, the line moved by the drift offset, fitted to
+    the stored rows: both are differentiated too."""
     learner = js.slpc(max_segments=6, history_size=32)
     if stream == "cubic":
         xs = _cubic(1, 50)[0]
+    elif stream == "drift":
+        learner = js.slpc(max_segments=6, history_size=32, memory=15.0)
+        xs = jnp.asarray(js.datasets.make_drifting_curve_stream(60, shift=(0.0, 1.5), seed=2))
+        still = js.slpc(max_segments=6, history_size=32, memory=15.0, drift_offset=False)
+        assert float(D.stream_loss(learner, KEY, xs, reverse_mode=False)) != \
+            float(D.stream_loss(still, KEY, xs, reverse_mode=False))       # the offset counts
     else:
         xs = jnp.asarray(js.datasets.make_route_stream(60, seed=3))
         plain = js.slpc(max_segments=6, history_size=32, end_lead=0.0)
