@@ -550,7 +550,7 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
       line), ``loss(state, x)`` and ``config`` (a `Config`).
 
     Raises:
-      TypeError: a capacity that is not an int.
+      TypeError: a capacity that is not an int, or a drift_offset that is not a bool.
       ValueError: a capacity, choice or numeric parameter out of range
         (naming it and its range), or ``history_size < t0``.
     """
