@@ -9,8 +9,9 @@ What is differentiable (see the README's differentiability table):
   everywhere is what ``jax.grad`` / ``jax.jvp`` of `stream_loss` return:
   - slpc: reverse and forward mode (``jax.grad``) w.r.t. the data; the vertices
     live on the lattice (integers), so the line is constant between choices
-    and only x_t itself and the standardisation (centre, scale, δ) carry a
-    derivative.
+    and only x_t itself, the standardisation (centre, scale, δ) and what the
+    prediction fits to past points (the head path on a trace in order, the
+    drift offset on a drifting stream) carry a derivative.
   - PACBO and landmark MDS: reverse and forward mode w.r.t. the data (and
     PACBO's centres and proposal scale). Their rounds contain loops with
     data-dependent trip counts, which reverse mode cannot differentiate;
