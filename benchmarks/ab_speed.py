@@ -29,6 +29,8 @@ from jaxstream import datasets
 def cases(T_curve, T_cluster, T_embed):
     return [
         ("slpc (cubic)", lambda js: js.slpc(), datasets.make_cubic_stream(T_curve, seed=0), 20),
+        # A drifting source: the memory turns finite and the drift offset is fitted on most rounds.
+        ("slpc (drifting arc)", lambda js: js.slpc(), datasets.make_drifting_curve_stream(1000, seed=0), 20),
         ("pacbo (four groups)", lambda js: js.pacbo(), datasets.make_four_groups_stream(T_cluster, seed=0), 1),
         ("landmark_mds (S-curve)", lambda js: js.landmark_mds(50, n_components=2),
          datasets.make_s_curve(T_embed, random_state=0)[0], 1),
@@ -50,6 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--old", default="jaxstream_old", help="module name of the old package on PYTHONPATH")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", default=None, help="run the cases whose name contains this string")
     ap.add_argument("--T", type=int, nargs=3, default=[2000, 400, 1000], metavar=("CURVE", "CLUSTER", "EMBED"))
     args = ap.parse_args()
     old = importlib.import_module(args.old)
@@ -57,6 +60,8 @@ def main():
     print(f"jax {jax.__version__} on {dev.platform} ({dev.device_kind}); {platform.machine()}; best of {args.reps}, "
           "old and new interleaved")
     for name, factory, xs, t0 in cases(*args.T):
+        if args.only and args.only not in name:
+            continue
         runs = {}
         for label, js in (("old", old), ("new", new)):
             runs[label] = compiled_run(js, factory, xs, t0)

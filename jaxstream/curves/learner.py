@@ -231,9 +231,14 @@ def head_path(state: State, end_lead: float = _END_LEAD) -> tuple[Array, Array, 
     return state.centre + state.scale * seg, ok, _in_order(state)
 
 
-def _moves(state: State) -> Array:
-    """() bool: the prequential loss counts the line moved by `drift_offset` (a finite memory, random order)."""
-    return jnp.isfinite(tracking.memory(state)) & ~_in_order(state)
+def _moves(state: State, order=None) -> Array:
+    """() bool: the prequential loss counts the line moved by `drift_offset` (a finite memory, random order).
+
+    ``order``: the round's `history.arrival_order` when the caller has it (computed otherwise).
+    """
+    if order is None:
+        order = history.arrival_order(state.recent, state.n_seen)
+    return jnp.isfinite(tracking.memory(state)) & (order < history.ORDERED)
 
 
 def drift_offset(state: State) -> Array:
@@ -401,10 +406,10 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     pred = obs.dmin[H]
     if config.drift_offset:  # the prediction only, like the head path below
         # A cond, not a select: a stream whose memory is unlimited (most stationary ones) skips the fit.
-        pred = lax.cond(jnp.isfinite(tracking.memory(state)) & (obs.order < history.ORDERED),
+        pred = lax.cond(_moves(state, obs.order),
                         lambda: geometry.polyline_sq_dist(
-                            (u - tracking.drift_offset(state, (obs.seg[:H], obs.tpar[:H])))[None], obs.verts,
-                            obs.nv)[0],
+                            (u - tracking.drift_offset(state, (obs.seg[:H], obs.tpar[:H]), obs.w[:H]))[None],
+                            obs.verts, obs.nv)[0],
                         lambda: pred)
     if config.end_lead > 0:  # the prediction only: the objective, σ̂² and the memory use the line itself
         head = _head_sq_dist(u, state.recent, state.n_seen, obs.verts, obs.nv, config.end_lead)

@@ -220,7 +220,7 @@ def offset_fit(rows, w, s, verts, nv) -> Array:
     return _fit(*across(rows, verts, pj["segment"], pj["t"]), w, s)
 
 
-def drift_offset(state: State, projection=None) -> Array:
+def drift_offset(state: State, projection=None, weights=None) -> Array:
     """(d,) standardised: how far the source has moved, at the next point's round, from where
     the line stands (zero with an unlimited memory).
 
@@ -240,6 +240,8 @@ def drift_offset(state: State, projection=None) -> Array:
       projection: optional ``(seg, t)``, (H,) each: the stored rows' nearest
         segments and positions on the current line, when the round has them
         (the cache's minima); computed otherwise.
+      weights: optional (H,) the stored rows' objective weights, zero past
+        ``n_stored`` (the round's `Observation.w`); `row_weights` otherwise.
 
     Returns:
       (d,) the offset w in standardised units; zeros when τ is infinite.
@@ -252,7 +254,9 @@ def drift_offset(state: State, projection=None) -> Array:
     if projection is None:
         pj = geometry.polyline_projection(rows, verts, state.n_vertices)
         projection = (pj["segment"], pj["t"])
-    w = jnp.where((jnp.arange(H) < state.n_stored) & finite, row_weights(state)[:H], 0.0)
+    if weights is None:
+        weights = jnp.where(jnp.arange(H) < state.n_stored, row_weights(state)[:H], 0.0)
+    w = jnp.where(finite, weights, 0.0)
     s = jnp.where(finite, (state.n_seen - state.hist_t[:H]).astype(dt) / jnp.where(finite, tau, 1.0), 0.0)
     return jnp.where(finite, _fit(*across(rows, verts, *projection), w, s), 0.0)
 
