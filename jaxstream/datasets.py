@@ -655,7 +655,8 @@ def make_drifting_clusters_stream(n: int = 400, means=None, shift=(20.0, 0.0), s
     Args:
       n: number of points.
       means: (k, d) initial means; None for `PACBO_MEANS`.
-      shift: (d,) total displacement of every mean over the stream.
+      shift: (d,) total displacement of every mean over the stream, or (k, d)
+        one per group (zero rows: groups that stand still).
       seed: int or `numpy.random.Generator`.
       sd: per-coordinate standard deviation within a group.
       return_truth: also return the labels and the moving means.
@@ -667,9 +668,11 @@ def make_drifting_clusters_stream(n: int = 400, means=None, shift=(20.0, 0.0), s
     """
     rng = _rng(seed)
     means = PACBO_MEANS if means is None else np.asarray(means, np.float64)
-    shift = np.broadcast_to(np.asarray(shift, np.float64), means.shape[1:])
+    shift = np.asarray(shift, np.float64)
+    if shift.ndim > 2 or shift.shape[-1:] != means.shape[1:] or (shift.ndim == 2 and len(shift) != len(means)):
+        raise ValueError(f"shift must have shape (d,) or (k, d) = {means.shape}; got {shift.shape}")
     tau = np.arange(n) / max(n - 1, 1)
-    means_t = means[None] + tau[:, None, None] * shift
+    means_t = means[None] + tau[:, None, None] * np.broadcast_to(shift, means.shape)[None]
     labels = _balanced_labels(rng, n, len(means))
     return _cluster_stream(rng, labels, means_t, sd, return_truth)
 

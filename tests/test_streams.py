@@ -240,6 +240,21 @@ def test_drifting_clusters_custom_means_dimension():
     np.testing.assert_array_equal(np.bincount(lab), [6, 5])
 
 
+def test_drifting_clusters_per_group_shift():
+    shift = np.array([[20.0, 0.0], [0.0, 0.0], [0.0, 0.0], [-20.0, 0.0]])
+    pts, lab, means_t = D.make_drifting_clusters_stream(9, shift=shift, seed=0, return_truth=True)
+    np.testing.assert_allclose(means_t[0], D.PACBO_MEANS)
+    np.testing.assert_allclose(means_t[-1], D.PACBO_MEANS + shift)
+    np.testing.assert_allclose(means_t[4], D.PACBO_MEANS + shift / 2)
+    # The same stream as a shared shift where the shifts agree: (d,) is the (k, d) row repeated.
+    a = D.make_drifting_clusters_stream(9, shift=(3.0, 1.0), seed=5)
+    b = D.make_drifting_clusters_stream(9, shift=np.tile([3.0, 1.0], (4, 1)), seed=5)
+    np.testing.assert_array_equal(a, b)
+    for bad in (np.zeros((3, 2)), np.zeros(3), np.zeros((4, 2, 1))):
+        with pytest.raises(ValueError, match="shift must have shape"):
+            D.make_drifting_clusters_stream(9, shift=bad)
+
+
 def test_ramp_clusters():
     pts, lab, means_t = D.make_ramp_clusters_stream(260, seed=2, return_truth=True)
     np.testing.assert_array_equal(lab[:200], np.repeat(np.arange(10), 20))
