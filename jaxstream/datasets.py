@@ -655,8 +655,9 @@ def make_drifting_clusters_stream(n: int = 400, means=None, shift=(20.0, 0.0), s
     Args:
       n: number of points.
       means: (k, d) initial means; None for `PACBO_MEANS`.
-      shift: (d,) total displacement of every mean over the stream, or (k, d)
-        one per group (zero rows: groups that stand still).
+      shift: (d,) total displacement of every mean over the stream (a number:
+        the same along every axis), or (k, d) one per group (zero rows: groups
+        that stand still).
       seed: int or `numpy.random.Generator`.
       sd: per-coordinate standard deviation within a group.
       return_truth: also return the labels and the moving means.
@@ -669,6 +670,8 @@ def make_drifting_clusters_stream(n: int = 400, means=None, shift=(20.0, 0.0), s
     rng = _rng(seed)
     means = PACBO_MEANS if means is None else np.asarray(means, np.float64)
     shift = np.asarray(shift, np.float64)
+    if shift.ndim == 0:  # one number: the same displacement along every axis
+        shift = np.full(means.shape[1:], float(shift))
     if shift.ndim > 2 or shift.shape[-1:] != means.shape[1:] or (shift.ndim == 2 and len(shift) != len(means)):
         raise ValueError(f"shift must have shape (d,) or (k, d) = {means.shape}; got {shift.shape}")
     tau = np.arange(n) / max(n - 1, 1)

@@ -250,6 +250,8 @@ def test_drifting_clusters_per_group_shift():
     a = D.make_drifting_clusters_stream(9, shift=(3.0, 1.0), seed=5)
     b = D.make_drifting_clusters_stream(9, shift=np.tile([3.0, 1.0], (4, 1)), seed=5)
     np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(D.make_drifting_clusters_stream(9, shift=2.0, seed=5),
+                                  D.make_drifting_clusters_stream(9, shift=(2.0, 2.0), seed=5))
     for bad in (np.zeros((3, 2)), np.zeros(3), np.zeros((4, 2, 1))):
         with pytest.raises(ValueError, match="shift must have shape"):
             D.make_drifting_clusters_stream(9, shift=bad)
