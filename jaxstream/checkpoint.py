@@ -99,8 +99,18 @@ ADDED_CONFIG_KEYS = {
     # slpc before global_moves scored every deletion and reversal each round, and before the drift
     # offset (2026-11-29) measured its prequential loss on a drifting stream against the line itself.
     "slpc": {"global_moves": None, "drift_offset": False},
-    # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only.
-    "pacbo": {"split_guard": False},
+    # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only,
+    # and before tracking (0.5.0) a moving cluster kept only its m newest points.
+    "pacbo": {"split_guard": False, "tracking": False},
+}
+
+
+# State fields a learner gained after checkpoints of it were written (keyed by the manifest's
+# "module:qualname"), each with how to build it from the fields the checkpoint has, reproducing the
+# state before the field existed.
+ADDED_STATE_FIELDS = {
+    # PACBO's point velocities (tracking, 0.5.0): an older checkpoint's points stand still.
+    "jaxstream.clustering.types:State": {"history_velocity": lambda got: jnp.zeros_like(got["history"])},
 }
 
 
@@ -198,13 +208,14 @@ def _resolve_class(name: str):
     return obj
 
 
-def _decode_tree(desc, leaves: list):
+def _decode_tree(desc, leaves: list, filled: Optional[list] = None):
+    """The pytree a manifest describes; fields filled in from `ADDED_STATE_FIELDS` are appended to `filled`."""
     t = desc.get("t")
     if t == "none":
         return None
     if t == "leaf":
         return leaves[desc["i"]]
-    children = [_decode_tree(c, leaves) for c in desc["c"]]
+    children = [_decode_tree(c, leaves, filled) for c in desc["c"]]
     if t == "tuple":
         return tuple(children)
     if t == "list":
@@ -213,7 +224,14 @@ def _decode_tree(desc, leaves: list):
         return dict(zip(desc["k"], children))
     if t == "namedtuple":
         cls = _resolve_class(desc["cls"])
-        if list(cls._fields) != list(desc["fields"]):
+        saved, fields = list(desc["fields"]), list(cls._fields)
+        added = ADDED_STATE_FIELDS.get(desc["cls"], {})
+        if saved != fields and set(saved) <= set(fields) and set(fields) - set(saved) <= set(added):
+            got = dict(zip(saved, children))
+            if filled is not None:
+                filled.extend(f"{desc['cls']}.{k}" for k in fields if k not in got)
+            return cls(**{k: got[k] if k in got else added[k](got) for k in fields})
+        if fields != saved:
             raise CheckpointError(f"the checkpoint's {desc['cls']} has fields {desc['fields']}, but this "
                                   f"version's has {list(cls._fields)}")
         return cls(*children)
@@ -496,9 +514,11 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
                 raise CheckpointError(f"{path} holds complex128 arrays; enable jax_enable_x64 to load them")
             out = jnp.asarray(arr, dtype=arr.dtype)
             leaves.append(_as_weak(out) if spec.get("weak_type") else out)
-        state = _decode_tree(manifest["tree"], leaves)
+        filled = []
+        state = _decode_tree(manifest["tree"], leaves, filled)
         treedef = str(jax.tree_util.tree_structure(state))
-        if treedef != manifest.get("treedef"):
+        # A state with fields filled in has a new structure; its other fields were checked by name.
+        if not filled and treedef != manifest.get("treedef"):
             raise CheckpointError(f"{path}: the restored state's structure {treedef} differs from the "
                                   f"saved one {manifest.get('treedef')}")
         extra = {}

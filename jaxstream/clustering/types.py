@@ -34,6 +34,9 @@ class Config(NamedTuple):
       split_guard: price a centre and cap λ with the k̂ row's noise level while
         the k̂ + 1 row's extra centre may split noise
         (`jaxstream.clustering.quasi_posterior`, "Split guard").
+      tracking: a moving cluster's remembered points follow it (a velocity
+        per point, `jaxstream.clustering.forgetting.track_moved`); False (the
+        default): it keeps only its m newest (`forget_moved`).
     """
 
     max_clusters: int = 50
@@ -47,6 +50,7 @@ class Config(NamedTuple):
     recent_size: int = 6
     provisional_size: int = 8
     split_guard: bool = True
+    tracking: bool = False
 
     name = "pacbo"
 
@@ -149,6 +153,9 @@ class State(NamedTuple):
       history: (H, d) stored points (rows where `history_mask` is set).
       history_loss: (H,) ℓ(ĉ_s, x_s) of the partition predicted for each point.
       history_index: (H,) int32 arrival index s ≥ 1.
+      history_velocity: (H, d) how far each stored point moves per round (the
+        velocity of the cluster it belongs to; zeros unless ``Config.tracking``
+        found its cluster moving).
       history_mask: (H,) bool, rows holding remembered points.
       n_stored: () int32 rows set in `history_mask`; n_seen: () int32 points seen.
       n_remembered: () int32 points of the stream the history stands for
@@ -171,6 +178,7 @@ class State(NamedTuple):
     history: Array
     history_loss: Array
     history_index: Array
+    history_velocity: Array
     history_mask: Array
     n_stored: Array
     n_seen: Array

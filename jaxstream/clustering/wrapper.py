@@ -53,7 +53,8 @@ class PACBO(StreamModel):
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
                  lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
                  recent_size: Optional[int] = None, provisional_level: Optional[float] = None,
-                 provisional_size: int = 8, split_guard: Optional[bool] = None, seed: int = 0):
+                 provisional_size: int = 8, split_guard: Optional[bool] = None, tracking: bool = False,
+                 seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
         self.history_size = history_size
@@ -82,6 +83,7 @@ class PACBO(StreamModel):
         self.provisional_level = provisional_level
         self.provisional_size = provisional_size
         self.split_guard = split_guard
+        self.tracking = tracking
         self.seed = seed
 
     def _build(self):
@@ -89,7 +91,8 @@ class PACBO(StreamModel):
         return _P.pacbo(self.max_clusters, self.history_size, self.n_steps, n_chains=self.n_chains,
                         radius=self.radius, kmeans_iters=self.kmeans_iters, history_policy=self.history_policy,
                         df=self.df, estimate=self.estimate, preset=self.preset, recent_size=self.recent_size,
-                        provisional_size=self.provisional_size, split_guard=self.split_guard, **numeric)
+                        provisional_size=self.provisional_size, split_guard=self.split_guard,
+                        tracking=self.tracking, **numeric)
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds
