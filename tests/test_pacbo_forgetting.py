@@ -247,7 +247,7 @@ def test_insert_fills_freed_rows_first_and_remembered_count_follows():
                      history_index=jnp.asarray(index), centers=jnp.asarray(centers, jnp.float32),
                      n_clusters=jnp.int32(k), n_stored=jnp.int32(n), n_remembered=jnp.int32(2 * n),
                      n_seen=jnp.int32(200))
-    st2, gone = P._forget(st, 6, jnp.float32(0.5))
+    st2, gone = P._forget(st, 6, jnp.float32(0.5), False)
     assert int(gone) == 44 + 15                       # the moving group's old rows and the trail
     assert int(st2.n_stored) == n - 59 and int(st2.n_remembered) == 2 * n - 2 * 59
 
