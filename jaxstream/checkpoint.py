@@ -100,7 +100,7 @@ ADDED_CONFIG_KEYS = {
     # offset (2026-11-29) measured its prequential loss on a drifting stream against the line itself.
     "slpc": {"global_moves": None, "drift_offset": False},
     # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only,
-    # and before tracking (0.5.0) a moving cluster kept only its m newest points.
+    # and before tracking (0.4.3) a moving cluster kept only its m newest points.
     "pacbo": {"split_guard": False, "tracking": False},
 }
 
@@ -109,7 +109,7 @@ ADDED_CONFIG_KEYS = {
 # "module:qualname"), each with how to build it from the fields the checkpoint has, reproducing the
 # state before the field existed.
 ADDED_STATE_FIELDS = {
-    # PACBO's point velocities (tracking, 0.5.0): an older checkpoint's points stand still.
+    # PACBO's point velocities (tracking, 0.4.3): an older checkpoint's points stand still.
     "jaxstream.clustering.types:State": {"history_velocity": lambda got: jnp.zeros_like(got["history"])},
 }
 
