@@ -24,21 +24,32 @@ def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, l
     v = np.asarray(velocity, np.float64).copy()
     now = index[mask].max()
     t = (index - now).astype(np.float64)
-    t = np.where(mask, t - t[mask].mean(), 0.0)
     keep = mask.copy()
-    slope = np.zeros((k, d))
     for j in range(k):
         rows = mask & (assign == j)
         sr = rows & (index <= now - 4)
         if sr.sum() >= 2 and stat[j] > thr:
-            tc = t[sr] - t[sr].mean()
-            b = tc @ (x[sr] - x[sr].mean(0)) / (tc @ tc)
-            slope[j] = b * max(0.0, 1.0 - thr / stat[j])
-            s_tt = tc @ tc
-            reach = (t[rows] - t[sr].mean()) ** 2 / s_tt <= 16.0
+            # Candidate lines: straight, and hinged at the q-th newest settled row (q = 12, 24, 48) where
+            # the cluster has 2q settled rows; the one that explains most wins (the first on a tie).
+            newest_first = np.sort(index[sr])[::-1]
+            best = None
+            for q in (None, 12, 24, 48):
+                if q is not None and sr.sum() < 2 * q:
+                    continue
+                cut = -np.inf if q is None else float(newest_first[q - 1] - now)
+                u = np.maximum(t, cut)
+                uc, yc = u[sr] - u[sr].mean(), x[sr] - x[sr].mean(0)
+                s_uu = uc @ uc
+                s_uy = uc @ yc
+                expl = s_uy @ s_uy / s_uu
+                resid = ((yc ** 2).sum() - expl) / (d * max(sr.sum() - 2, 1))
+                if best is None or expl > best[0]:
+                    best = (expl, s_uy / s_uu, expl / resid, -cut, (u[rows] - u[sr].mean()) ** 2 / s_uu <= 16.0)
+            _, b, z, tau, reach = best
+            slope = b * max(0.0, 1.0 - thr / z)
             ri = np.flatnonzero(rows)
-            x[ri[reach]] += slope[j] * (now - index[ri[reach]])[:, None]
-            v[ri[reach]] += slope[j]
+            x[ri[reach]] += slope * np.minimum(now - index[ri[reach]], tau)[:, None]
+            v[ri[reach]] += slope
             keep[ri[~reach]] = False
         if trail[j]:
             keep[rows] = False
@@ -49,14 +60,19 @@ def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, l
         older = rows & (index < now)
         mean_v = v[older].mean(0) if older.any() else np.zeros(d)
         out_v[rows] = mean_v
-        n = rows.sum() + 0
         idx_j = index[mask & (assign == j)]
+        stale = False
         if len(idx_j):
             gap = (idx_j.max() - idx_j.min()) / max(len(idx_j) - 1, 1)
             stale = (now - idx_j.max()) > 4 * gap + 1
-        else:
-            stale = False
-        if n and not stale:
+        if stale and rows.any():
+            # Lost: |v|·min(rounds since its last kept point, its kept points' span) beyond the trail tolerance.
+            since, span = now - index[rows].max(), index[rows].max() - index[rows].min()
+            if mean_v @ mean_v * min(since, span) ** 2 > tq * noise_var:
+                keep[rows] = False
+                out_v[rows] = 0.0
+                continue
+        if rows.any() and not stale:
             x[rows] += mean_v
     return keep, x, out_v
 
@@ -108,6 +124,80 @@ def test_a_group_moving_at_constant_velocity_stands_still_after_one_correction()
     slope = np.polyfit(t.astype(float), h, 1)[0]
     assert np.abs(slope).max() < 0.01, slope
     np.testing.assert_allclose(h.mean(0), 61 * u, atol=0.15)
+
+
+def _turned_group(seed, turn=72, now=120, H=160):
+    """One group that moved +0.05 a round along x until round `turn`, then +0.05 along y (noise sd 1),
+    one point a round; tracked as if it had kept the old velocity: every point carries (0.05, 0) and
+    stands where that velocity took it by round `now` (the newest row, the round's point, not yet)."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(1, now + 1)
+    path = lambda r: np.c_[0.05 * np.minimum(r, turn), 0.05 * np.maximum(r - turn, 0)]
+    tracked = path(s) + rng.standard_normal((now, 2)) + 0.05 * np.c_[now - s, 0 * s]
+    history = np.zeros((H, 2)); history[:now] = tracked
+    velocity = np.zeros((H, 2)); velocity[:now - 1] = (0.05, 0.0)
+    index = np.zeros(H, np.int32); index[:now] = s
+    centers = np.zeros((4, 2)); centers[0] = tracked.mean(0)
+    return history, velocity, np.arange(H) < now, index, centers, path(np.array([now + 1]))[0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_turn_is_read_from_the_newest_points(seed, monkeypatch):
+    """48 rounds after a turn the straight line through the cluster's points reads a slope halfway
+    between the two velocities and moves the old points by slope·age; the hinge reads the new velocity
+    from the points after the turn and brings the old points to where the group is."""
+    history, velocity, mask, index, centers, target = _turned_group(seed)
+
+    def track():
+        m, h, v, fired = F.track_moved(jnp.asarray(history), jnp.asarray(velocity), jnp.asarray(mask),
+                                       jnp.asarray(index), jnp.asarray(centers), 1, 3e-3, 6, 1.0)
+        m = np.asarray(m)
+        assert bool(fired[0]) and m.sum() == 120
+        return np.asarray(h)[m], np.asarray(v)[0]
+
+    h, v = track()
+    monkeypatch.setattr(F, "_HINGES", ())
+    h_line, v_line = track()
+    msd = lambda y: ((y - target) ** 2).sum(1).mean()
+    assert msd(h) < 0.6 * msd(h_line), (msd(h), msd(h_line))
+    assert v[1] > 0.03 and abs(v[0]) < 0.02, v                  # nearer the new velocity, (0, 0.05)
+    assert v_line[1] < 0.02 and v_line[0] > 0.03, v_line       # the straight line: still mostly the old one
+    off = lambda y: np.linalg.norm(y.mean(0) - target)
+    assert off(h) < 0.5 * off(h_line), (off(h), off(h_line))
+
+
+def test_a_stale_cluster_whose_points_moved_is_lost_and_a_standing_one_kept():
+    """Three clusters that stopped receiving points 100+ rounds ago, each of 20 points: one never moved,
+    one moved at 0.1 a round over a 40-round span (a remnant of a group that went elsewhere), one at 0.1
+    a round over a 10-round span (|v|·span below the trail tolerance: a false alarm on a short burst).
+    Only the remnant goes; a fourth, live cluster keeps sending."""
+    rng = np.random.default_rng(0)
+    groups = [((-20.0, 0.0), np.linspace(1, 58, 20).astype(int), 0.0),
+              ((20.0, 0.0), np.linspace(10, 50, 20).astype(int), 0.1),
+              ((0.0, 20.0), np.arange(60, 70, 0.5).astype(int), 0.1),
+              ((0.0, -20.0), np.arange(100, 200, 2), 0.0)]
+    H = 128
+    history, velocity = np.zeros((H, 2)), np.zeros((H, 2))
+    index, mask, centers = np.zeros(H, np.int32), np.zeros(H, bool), np.zeros((6, 2))
+    i = 0
+    for j, (c, t, speed) in enumerate(groups):
+        n = len(t)
+        history[i:i + n] = np.asarray(c) + 0.5 * rng.standard_normal((n, 2))
+        velocity[i:i + n] = (speed, 0.0)
+        index[i:i + n], mask[i:i + n] = t, True
+        centers[j] = c
+        i += n
+    velocity[index == 198] = 0.0
+    m, h, v, fired = F.track_moved(jnp.asarray(history), jnp.asarray(velocity), jnp.asarray(mask),
+                                   jnp.asarray(index), jnp.asarray(centers), 4, 3e-3, 6, 0.25)
+    m = np.asarray(m)
+    kept = [m[:i][j * 20:(j + 1) * 20].all() if j < 3 else m[60:i].all() for j in range(4)]
+    assert kept == [True, False, True, True]
+    assert bool(fired[1]) and not bool(fired[0]) and not bool(fired[2])
+    keep, x, vv = _track_reference(history, velocity, mask, index, centers, 4, 6, 0.25, 3e-3)
+    np.testing.assert_array_equal(m, keep)
+    # A stale cluster stops moving: the kept burst stands where it was.
+    np.testing.assert_array_equal(np.asarray(h)[40:60], history[40:60].astype(np.float32))
 
 
 def test_level_zero_with_tracking_is_the_plain_reservoir():

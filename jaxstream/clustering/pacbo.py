@@ -143,9 +143,11 @@ within 1.5 % everywhere; P(k̂_T = k) four groups 1.00 → 1.00, ten-group ramp
 groups 3σ apart 0.93 → 0.93.
 
 ``tracking=True`` keeps a moving cluster's points instead and moves them
-with it (a velocity per point; `jaxstream.clustering.forgetting`,
-"Tracking"): on the drifting groups above k̂_T = 4 in 91 % of runs at 0.93×
-the oracle, but worse than the default where groups turn or cross; opt-in.
+with it (a velocity per point, read through turns by a hinged line;
+`jaxstream.clustering.forgetting`, "Tracking"): on the drifting groups above
+k̂_T = 4 in 89 % of runs at 0.90× the oracle, and better than the default
+where groups cross, but worse where they turn (70–78 % against 86–92 %);
+opt-in.
 
 ``"window"`` keeps the last ``history_size`` = H points and uses them as if
 the stream started there (λ uses the window's size); it forgets every group
@@ -669,7 +671,7 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         `jaxstream.clustering.forgetting.track_moved`): for groups that drift
         at a steady velocity. False (default): it keeps only its
         ``recent_size`` newest (`forget_moved`), which copes better with
-        groups that turn or cross (module docstring, "Tracking").
+        groups that turn (module docstring, "Tracking").
       **param_overrides: other `default_params` keywords (lambda_scale, price_scale, …;
         ``noise_scale=σ₀``, a guess of the noise sd in the data's units, settles the first
         rounds: see `Params`).
