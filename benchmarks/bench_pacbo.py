@@ -761,7 +761,8 @@ def drift(args):
           f"oracle: each group's last 10 points (rounds 2..T)")
     variants = [("defaults (forgetting by test)", dict()),
                 ("drift_level=0 (plain reservoir)", dict(drift_level=0.0)),
-                ("provisional_level=0", dict(provisional_level=0.0))] + [
+                ("provisional_level=0", dict(provisional_level=0.0)),
+                ("tracking=True (opt-in)", dict(tracking=True))] + [
         (f"window H={h}", dict(history_policy="window", history_size=h)) for h in args.windows]
     for kind in args.drift_kinds:
         data = [drift_stream(kind, s_, T) for s_ in seeds]
