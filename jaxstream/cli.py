@@ -440,7 +440,8 @@ def run_cluster(args) -> dict:
     _need_rows(xs, 2, "PACBO")
     xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
-              lambda_scale=args.lambda_scale, drift_level=args.drift_level, noise_scale=args.noise_scale)
+              lambda_scale=args.lambda_scale, drift_level=args.drift_level, noise_scale=args.noise_scale,
+              tracking=args.tracking or None)
     kw = {k: v for k, v in kw.items() if v is not None}
     start = time.perf_counter()
     model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
@@ -464,11 +465,20 @@ def run_cluster(args) -> dict:
     state = model.state_
     stored = np.asarray(state.history_index)[np.asarray(state.history_mask)]
     in_memory = np.isin(np.arange(1, xs.shape[0] + 1), stored) if n_forgotten else np.ones(xs.shape[0], bool)
+    held = None
+    if model.tracking:
+        # Tracking moves the remembered points with their clusters: count and draw them where the
+        # learner holds them (its centres summarise those), the stream as it arrived in grey.
+        held = np.asarray(state.history)[np.asarray(state.history_mask)]
+        held_rows = np.argmax(np.asarray(model.predict(held))[:, None] == ids[None, :], axis=1)
+        rows_for_sizes = held_rows
+    else:
+        rows_for_sizes = rows[in_memory]
     figures = dict(data=name, n_points=int(xs.shape[0]), dim=int(xs.shape[1]),
                    n_clusters=model.n_clusters_, centers=centers, labels=ids, k_over_time=k_t,
                    cumulative_loss=float(losses.sum()), mean_loss=float(losses.mean()),
-                   sizes=np.bincount(rows[in_memory], minlength=centers.shape[0]), seconds=seconds,
-                   n_forgotten=n_forgotten, n_in_memory=int(in_memory.sum()),
+                   sizes=np.bincount(rows_for_sizes, minlength=centers.shape[0]), seconds=seconds,
+                   n_forgotten=n_forgotten, n_in_memory=int(len(rows_for_sizes)),
                    provisional=np.asarray(state.recent)[np.asarray(state.provisional)])
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"PACBO: {figures['n_clusters']} clusters after {xs.shape[0]} rounds in {seconds:.2f} s "
@@ -480,9 +490,13 @@ def run_cluster(args) -> dict:
     print("k̂ over time: " + ", ".join(f"t={t}: {int(k_t[t - 1])}" for t in marks))
     print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
           f"(mean {figures['mean_loss']:.4g} per point)")
+    if held is not None:
+        print(f"tracking: the {len(held)} points in memory moved with their clusters; the counts below and the "
+              "coloured points are where the learner holds them, the stream as it arrived is grey")
     if n_forgotten:
         print(f"memory: the drift test forgot {n_forgotten} points; {figures['n_in_memory']} of the "
-              f"{xs.shape[0]} points are in memory (the counts below, the coloured points; the rest grey)")
+              f"{xs.shape[0]} points are in memory" +
+              ("" if held is not None else " (the counts below, the coloured points; the rest grey)"))
     if len(figures["provisional"]):
         print(f"provisional centres: {len(figures['provisional'])} of the last points no cluster explains yet "
               "(they predict the next points; not clusters)")
@@ -496,19 +510,29 @@ def run_cluster(args) -> dict:
     _save_state(args, model, model.state_, name, names)
     if args.out and (plt := _pyplot()) is not None:
         _plot_cluster(plt, xs, rows, figures, names, args.out, name, losses,
-                      FOUR_MEANS if not args.csv else None, in_memory)
+                      FOUR_MEANS if not args.csv else None, in_memory,
+                      None if held is None else (held, held_rows, stored))
     return figures
 
 
-def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth, in_memory):
+def _plot_cluster(plt, xs, labels, figures, names, out, title, losses, truth, in_memory, held=None):
+    """held: None, or (points (m, d), their centre rows (m,), arrival indices (m,)) drawn instead of
+    the stream's points in memory (tracking: the learner holds them moved)."""
     fig = plt.figure(figsize=(11, 5))
     ax = fig.add_subplot(1, 2, 1)
     u, v, xl, yl, project = _xy(xs, names)
-    if not in_memory.all():
-        ax.scatter(u[~in_memory], v[~in_memory], c="0.75", s=8, alpha=0.6, zorder=1,
-                   label=f"not in memory ({int((~in_memory).sum())} points: forgotten or out of the sample)")
-    ax.scatter(u[in_memory], v[in_memory], c=labels[in_memory], cmap="tab10" if labels.max() < 10 else "tab20",
-               s=12, alpha=0.8, vmin=0, vmax=9 if labels.max() < 10 else 19, zorder=2)
+    cmap = dict(cmap="tab10" if labels.max() < 10 else "tab20", vmin=0, vmax=9 if labels.max() < 10 else 19)
+    if held is not None:
+        ax.scatter(u, v, c="0.75", s=8, alpha=0.6, zorder=1, label=f"the stream as it arrived ({len(u)} points)")
+        pts, rows, idx = held
+        pts = project(pts) if project is not None else np.c_[idx - 1, pts[:, 0]]      # 1-D: arrival, value
+        ax.scatter(pts[:, 0], pts[:, 1], c=rows, s=12, alpha=0.8, zorder=2, **cmap,
+                   label=f"in memory, moved with their clusters ({len(pts)} points)")
+    else:
+        if not in_memory.all():
+            ax.scatter(u[~in_memory], v[~in_memory], c="0.75", s=8, alpha=0.6, zorder=1,
+                       label=f"not in memory ({int((~in_memory).sum())} points: forgotten or out of the sample)")
+        ax.scatter(u[in_memory], v[in_memory], c=labels[in_memory], s=12, alpha=0.8, zorder=2, **cmap)
     c = figures["centers"]
     if project is not None:
         c = project(c)
@@ -783,6 +807,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drift-level", type=float, metavar="A",
                    help="level of the per-cluster drift test in [0, 1): a cluster whose points move forgets "
                         "its old ones (0: never forget; default: the learner's, 3e-3)")
+    p.add_argument("--tracking", action="store_true",
+                   help="a cluster whose points move keeps them and moves them with it, at its estimated "
+                        "velocity (for groups that drift steadily; default: off, it keeps its newest ones); "
+                        "the picture then draws the points in memory where the learner holds them")
     p.add_argument("--radius", type=_positive_float, metavar="R",
                    help="bound on the norm of the points, a ball centred at the origin (default: none; the "
                         "prior ball is learned from the stream, so results do not depend on units or origin)")

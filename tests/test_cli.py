@@ -133,6 +133,26 @@ def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_pat
     assert "memory:" not in capsys.readouterr().out
 
 
+def test_cluster_with_tracking_draws_the_points_where_it_holds_them(tmp_path, capsys):
+    # With --tracking the remembered points move with their clusters: the counts are of the points
+    # as held (not the stream's points of those arrivals), and the picture draws them there.
+    xs = datasets.make_drifting_clusters_stream(240, shift=(30.0, 0.0), seed=3)
+    np.save(tmp_path / "drift.npy", xs)
+    args = cli.build_parser().parse_args(["cluster", "--csv", str(tmp_path / "drift.npy"), "--n-steps", "60",
+                                          "--max-clusters", "8", "--history-size", "64", "--tracking",
+                                          "--out", str(tmp_path / "track.png")])
+    fig = cli.run_cluster(args)
+    out = capsys.readouterr().out
+    n = fig["n_in_memory"]
+    assert 0 < n <= 64 and fig["sizes"].sum() == n
+    assert f"tracking: the {n} points in memory moved with their clusters" in out
+    sizes = [int(m) for m in re.findall(r"\(label \d+, (\d+) points in memory\)", out)]
+    assert sum(sizes) == n
+    with open(tmp_path / "track.png", "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+    assert cli.build_parser().parse_args(["cluster"]).tracking is False
+
+
 def test_cluster_shows_provisional_centres(tmp_path, capsys):
     # The four groups, then one point 5 sds below a group: too near to pay for a centre of its
     # own, too far to be explained. It is printed and drawn as a provisional centre, not a cluster.
