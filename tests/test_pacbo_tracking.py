@@ -14,7 +14,7 @@ from jaxstream.datasets import make_drifting_clusters_stream
 from test_pacbo_forgetting import _reference, _scene
 
 
-def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, level):
+def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, level, born=None):
     """track_moved in float64, cluster by cluster, from the module docstring's definitions; the drift
     test's own outputs (stat, trail, trail_row, assign) from test_pacbo_forgetting's reference."""
     d = history.shape[1]
@@ -60,6 +60,8 @@ def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, l
         rows = keep & (assign == j)
         older = rows & (index < now)
         mean_v = v[older].mean(0) if older.any() else np.zeros(d)
+        if born is not None and born[j] and rows.any() and now - index[rows].min() <= 16:
+            mean_v = np.zeros(d)       # a new centre over points of the last 16 rounds: a new group, standing
         out_v[rows] = mean_v
         idx_j = index[mask & (assign == j)]
         stale = False
@@ -202,6 +204,70 @@ def test_a_stale_cluster_whose_points_moved_is_lost_and_a_standing_one_kept():
     np.testing.assert_array_equal(m, keep)
     # A stale cluster stops moving: the kept burst stands where it was.
     np.testing.assert_array_equal(np.asarray(h)[40:60], history[40:60].astype(np.float32))
+
+
+def test_a_new_group_born_in_a_moving_cluster_stands_and_a_re_split_keeps_its_velocity():
+    """Every row carries (0.1, 0), the velocity of the moving cluster it was in. Centres 1 and 2 are born
+    this round: centre 1 over 4 points of the last 12 rounds and the round's point (a new group whose
+    first points landed in the moving cluster) starts standing; centre 2 over points of the last 89
+    rounds (a moving group re-split) keeps the velocity; so does the old centre 0. With born=None every
+    cluster keeps it. Both against the NumPy reference."""
+    rng = np.random.default_rng(1)
+    parts = [((0.0, 0.0), np.arange(39, 100, 3)), ((0.0, 10.0), np.array([88, 91, 94, 97, 100])),
+             ((10.0, 0.0), np.arange(11, 100, 3))]
+    H = 96
+    history, velocity = np.zeros((H, 2)), np.zeros((H, 2))
+    index, mask, centers = np.zeros(H, np.int32), np.zeros(H, bool), np.zeros((5, 2))
+    rows = []
+    i = 0
+    for j, (c, t) in enumerate(parts):
+        n = len(t)
+        history[i:i + n] = np.asarray(c) + 0.3 * rng.standard_normal((n, 2))
+        velocity[i:i + n] = (0.1, 0.0)
+        index[i:i + n], mask[i:i + n], centers[j] = t, True, c
+        rows.append(np.arange(i, i + n))
+        i += n
+    velocity[index == 100] = 0.0                                           # the round's point
+    born = np.array([False, True, True, False, False])
+    for b in (born, None):
+        m, h, v, _ = F.track_moved(jnp.asarray(history), jnp.asarray(velocity), jnp.asarray(mask),
+                                   jnp.asarray(index), jnp.asarray(centers), 3, 3e-3, 6, 0.09,
+                                   None if b is None else jnp.asarray(b))
+        m, v = np.asarray(m), np.asarray(v)
+        keep, x, vv = _track_reference(history, velocity, mask, index, centers, 3, 6, 0.09, 3e-3, b)
+        np.testing.assert_array_equal(m, keep)
+        np.testing.assert_allclose(v[keep], vv[keep], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(h)[keep], x[keep], atol=1e-4)
+        assert m[:i].all()
+        moving = np.tile([0.1, 0.0], (H, 1))
+        np.testing.assert_allclose(v[rows[1]], 0.0 if b is not None else moving[rows[1]], atol=1e-6)
+        np.testing.assert_allclose(v[rows[0]], moving[rows[0]], atol=1e-6)
+        np.testing.assert_allclose(v[rows[2]], moving[rows[2]], atol=1e-6)
+
+
+def test_update_starts_a_new_centre_standing_when_its_points_took_a_neighbours_velocity():
+    """The learner's wiring of `born`: one group A tracked as moving ((0.1, 0) on every row), and the first
+    three points of a group B, 12 units away, that landed in A's cluster and took its velocity. The fourth
+    B point arrives: the round adds B's centre, and B's points start standing while A's keep moving."""
+    lr = jaxstream.pacbo(6, 64, 200, tracking=True)
+    rng = np.random.default_rng(0)
+    a_pts = rng.normal(0.0, 1.0, (30, 2)).astype(np.float32)
+    b_pts = (np.array([12.0, 0.0]) + rng.normal(0.0, 1.0, (4, 2))).astype(np.float32)
+    s, _ = jaxstream.run_stream(lr, jax.random.key(0), a_pts, lr.init(jax.random.key(1), a_pts[:0]), trace=None)
+    n = int(s.n_stored)
+    s = s._replace(centers=s.centers.at[0].set(a_pts.mean(0)), n_clusters=jnp.int32(1),
+                   ids=jnp.where(jnp.arange(6) == 0, s.ids[0], -1).astype(jnp.int32), history=s.history.at[n:n + 3].set(b_pts[:3]),
+                   history_index=s.history_index.at[n:n + 3].set(jnp.arange(31, 34, dtype=jnp.int32)),
+                   history_mask=s.history_mask.at[n:n + 3].set(True),
+                   history_velocity=jnp.where(jnp.arange(64)[:, None] < n + 3, jnp.float32([0.1, 0.0]), 0.0),
+                   n_stored=jnp.int32(n + 3), n_seen=jnp.int32(33), n_remembered=jnp.int32(n + 3))
+    s2, info = lr.update(jax.random.key(2), s, jnp.asarray(b_pts[3]))
+    assert int(s2.n_clusters) == 2
+    m, idx, v = np.asarray(s2.history_mask), np.asarray(s2.history_index), np.asarray(s2.history_velocity)
+    b_rows = m & (idx > 30)
+    assert b_rows.sum() == 4
+    np.testing.assert_array_equal(v[b_rows], 0.0)
+    np.testing.assert_allclose(v[m & (idx <= 30)], np.tile([0.1, 0.0], ((m & (idx <= 30)).sum(), 1)), atol=1e-6)
 
 
 def test_level_zero_with_tracking_is_the_plain_reservoir():

@@ -48,7 +48,7 @@ turn and grows with age after it, a hockey stick that a straight line reads
 late and halfway. Each point within the line's reach, and no older than
 the cut, moves by slope·age and its velocity grows by the slope; beyond the
 reach a point goes, like a trail, and after a turn the points older than
-the cut go, as the default forgets a moving cluster's old points. The slope is shrunk by (1 − q/z)₊
+the cut go, as `forget_moved` forgets a moving cluster's old points. The slope is shrunk by (1 − q/z)₊
 (q the test's threshold, z the chosen line's statistic): a false alarm on a
 standing group, z just above q, moves it by little, while a real movement
 keeps firing until its points stand still relative to each other. Then all
@@ -104,6 +104,7 @@ __all__ = ["chi2_quantile", "drift_statistics", "forget_moved", "track_moved"]
 _SETTLE = 4      # rounds left out of the trend (drift_statistics)
 _LINE_CAP = 4.0  # the most a line's own uncertainty adds to a trail's tolerance, in noise variances
 _HINGES = (12, 24, 48)  # tracking's hinge candidates, in a cluster's newest settled rows (_hinge)
+_YOUNG = 16     # a centre born over points no older than this many rounds starts standing (track_moved)
 _REACH = 16.0    # a moving cluster's line is trusted back to where its variance, σ²·dt²/S_tt, reaches 16 σ²
 
 
@@ -372,7 +373,7 @@ def _hinge(history: Array, mask: Array, index: Array, assign: Array, p: int) -> 
 
 
 def track_moved(history: Array, velocity: Array, mask: Array, index: Array, centers: Array, n_clusters, level,
-                recent: int, noise_var) -> tuple[Array, Array, Array, Array]:
+                recent: int, noise_var, born=None) -> tuple[Array, Array, Array, Array]:
     """Move the points of every cluster whose points moved in time along with it (module docstring, "Tracking").
 
     Args:
@@ -382,6 +383,11 @@ def track_moved(history: Array, velocity: Array, mask: Array, index: Array, cent
       velocity: (H, d) each row's velocity per round.
       level: `Params.drift_level` (0: never fires; the positions then move
         only by velocities already there, none on a stream that never fired).
+      born: None, or (p,) bool, the centres this round's partition added:
+        their points start standing (velocity 0). A new group's first points
+        land in a neighbour's cluster and take its velocity; without this a
+        false alarm's velocity passes from group to group (the ten-group
+        ramp, where it made standing groups look like a moving one's trail).
 
     Returns:
       ``(new_mask (H,) bool, new_history (H, d), new_velocity (H, d), fired (p,) bool)``:
@@ -400,7 +406,7 @@ def track_moved(history: Array, velocity: Array, mask: Array, index: Array, cent
     now = jnp.max(jnp.where(mask, index, 0))
     age = (now - index).astype(dtype)
     moving_row = mask & fired[a]
-    # After a turn (a hinged line won) the points older than the hinge go, as the default forgets a
+    # After a turn (a hinged line won) the points older than the hinge go, as `forget_moved` forgets a
     # moving cluster's old points: moved by slope·τ they would stand where the new velocity, read
     # from the points after the turn, puts them, which is least certain for them (a turn's k̂ and loss:
     # benchmarks/README.md, "Tracking through turns").
@@ -415,6 +421,13 @@ def track_moved(history: Array, velocity: Array, mask: Array, index: Array, cent
     cl = jnp.where(older, a, p)
     n_old = jax.ops.segment_sum(older.astype(dtype), cl, num_segments=p + 1)[:p]
     v_bar = jax.ops.segment_sum(velocity, cl, num_segments=p + 1)[:p] / jnp.maximum(n_old, 1.0)[:, None]
+    if born is not None:
+        # A new centre whose points all arrived in the last `_YOUNG` rounds is a new group: the velocity
+        # its first points took from the cluster they landed in is not its own. (A centre born over
+        # older points is a moving group re-split, which keeps its velocity.)
+        first = jax.ops.segment_min(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).max), jnp.where(new_mask, a, p),
+                                    num_segments=p + 1)[:p]
+        v_bar = jnp.where((born & (now - first <= _YOUNG))[:, None], 0.0, v_bar)
     # Lost: a cluster that stopped receiving points while its points moved (the points a group left
     # behind when it turned, moved on with the old velocity): had it kept its velocity the group would
     # now be |v|·(rounds since its last point) away, and the velocity moved its own points by |v|·(their

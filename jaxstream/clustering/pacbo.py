@@ -486,14 +486,14 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
     return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma, jnp.sqrt(sig2_price))
 
 
-def _forget(state: State, recent: int, noise_sd, tracking: bool) -> tuple[State, Array]:
+def _forget(state: State, recent: int, noise_sd, tracking: bool, born=None) -> tuple[State, Array]:
     """Apply `forgetting.track_moved` (or `forget_moved`) with ĉ_{t+1}; the forgotten rows' share of
-    n_remembered goes."""
+    n_remembered goes. born: None or (p,) bool, the centres this round added (`track_moved`)."""
     history, velocity = state.history, state.history_velocity
     if tracking:
         mask, history, velocity, _ = track_moved(history, velocity, state.history_mask, state.history_index,
                                                  state.centers, state.n_clusters, state.params.drift_level,
-                                                 recent, noise_sd ** 2)
+                                                 recent, noise_sd ** 2, born)
     else:
         mask, _ = forget_moved(history, state.history_mask, state.history_index, state.centers,
                                state.n_clusters, state.params.drift_level, recent, noise_sd ** 2)
@@ -607,7 +607,9 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
                             log_scale=log_scale,
                             k_probs=k_probs)
     if history_policy == "reservoir":
-        new_state, n_forgotten = _forget(new_state, config.recent_size, tgt.noise_sd, config.tracking)
+        # A centre born this round has the label next_id had before it (row k̂ + 1's new centre).
+        born = (ids == st.next_id) & (jnp.arange(p) < k_new)
+        new_state, n_forgotten = _forget(new_state, config.recent_size, tgt.noise_sd, config.tracking, born)
     else:
         n_forgotten = jnp.zeros((), jnp.int32)
     new_state = _provisional(new_state, x, tgt.noise_sd, config.provisional_size)
