@@ -32,8 +32,9 @@ def cases(T_curve, T_cluster, T_embed):
         # A drifting source: the memory turns finite and the drift offset is fitted on most rounds.
         ("slpc (drifting arc)", lambda js: js.slpc(), datasets.make_drifting_curve_stream(1000, seed=0), 20),
         ("pacbo (four groups)", lambda js: js.pacbo(), datasets.make_four_groups_stream(T_cluster, seed=0), 1),
-        # Drifting groups: the drift test fires; the default drops a moving cluster's old points,
-        # tracking (opt-in) moves them (a hinge fit of 4 lines and a velocity per point on top).
+        # Drifting groups: the drift test fires. Before 0.4.5 the default dropped a moving cluster's
+        # old points; tracking (the default since) moves them (a hinge fit of 4 lines and a velocity
+        # per point on top): "pacbo (drifting groups)" against an older commit measures the switch.
         ("pacbo (drifting groups)", lambda js: js.pacbo(), datasets.make_drifting_clusters_stream(T_cluster, seed=0), 1),
         ("pacbo tracking (drifting groups)", lambda js: js.pacbo(tracking=True),
          datasets.make_drifting_clusters_stream(T_cluster, seed=0), 1),

@@ -759,10 +759,10 @@ def drift(args):
     K_, T = args.fam_keys, 400
     print(f"== drift (issue 22.2): groups moving over T={T}; seeds {seeds[0]}-{seeds[-1]} × {K_} keys; "
           f"oracle: each group's last 10 points (rounds 2..T)")
-    variants = [("defaults (forgetting by test)", dict()),
+    variants = [("defaults (tracking)", dict()),
+                ("tracking=False (keep the newest)", dict(tracking=False)),
                 ("drift_level=0 (plain reservoir)", dict(drift_level=0.0)),
-                ("provisional_level=0", dict(provisional_level=0.0)),
-                ("tracking=True (opt-in)", dict(tracking=True))] + [
+                ("provisional_level=0", dict(provisional_level=0.0))] + [
         (f"window H={h}", dict(history_policy="window", history_size=h)) for h in args.windows]
     for kind in args.drift_kinds:
         data = [drift_stream(kind, s_, T) for s_ in seeds]

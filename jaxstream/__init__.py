@@ -23,7 +23,7 @@ from .clustering import PACBO
 from .clustering.pacbo import pacbo
 from .embedding import LandmarkMDS, landmark_mds
 
-__version__ = "0.4.4"
+__version__ = "0.4.5"
 
 __all__ = [
     "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",

@@ -486,6 +486,9 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
             diff = sorted(k for k in set(live) | set(saved) if live.get(k, "<absent>") != saved.get(k, "<absent>"))
             details = ", ".join(f"{k}: saved {saved.get(k, '<absent>')!r} vs learner {live.get(k, '<absent>')!r}"
                                 for k in diff)
+            if saved.get("learner") == "pacbo" and "tracking" in diff and saved.get("tracking") is False:
+                details += ("; PACBO's default became tracking=True in 0.4.5: build the learner with "
+                            "tracking=False to resume a checkpoint written under the old default")
             raise CheckpointError(f"{path} was saved under another learner configuration ({details})")
 
         x64 = jax.config.jax_enable_x64

@@ -441,7 +441,7 @@ def run_cluster(args) -> dict:
     xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
               lambda_scale=args.lambda_scale, drift_level=args.drift_level, noise_scale=args.noise_scale,
-              tracking=args.tracking or None)
+              tracking=args.tracking)
     kw = {k: v for k, v in kw.items() if v is not None}
     start = time.perf_counter()
     model = js.PACBO(radius=args.radius, seed=args.seed, **kw)
@@ -465,11 +465,12 @@ def run_cluster(args) -> dict:
     state = model.state_
     stored = np.asarray(state.history_index)[np.asarray(state.history_mask)]
     in_memory = np.isin(np.arange(1, xs.shape[0] + 1), stored) if n_forgotten else np.ones(xs.shape[0], bool)
-    held = None
-    if model.tracking:
-        # Tracking moves the remembered points with their clusters: count and draw them where the
+    held = np.asarray(state.history)[np.asarray(state.history_mask)]
+    if not model.learner.config.tracking or np.array_equal(held, xs[stored - 1]):
+        held = None  # the points in memory stand where they arrived
+    if held is not None:
+        # Tracking moved the remembered points with their clusters: count and draw them where the
         # learner holds them (its centres summarise those), the stream as it arrived in grey.
-        held = np.asarray(state.history)[np.asarray(state.history_mask)]
         held_rows = np.argmax(np.asarray(model.predict(held))[:, None] == ids[None, :], axis=1)
         rows_for_sizes = held_rows
     else:
@@ -807,10 +808,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drift-level", type=float, metavar="A",
                    help="level of the per-cluster drift test in [0, 1): a cluster whose points move forgets "
                         "its old ones (0: never forget; default: the learner's, 3e-3)")
-    p.add_argument("--tracking", action="store_true",
+    p.add_argument("--tracking", action=argparse.BooleanOptionalAction, default=None,
                    help="a cluster whose points move keeps them and moves them with it, at its estimated "
-                        "velocity (for groups that drift steadily; default: off, it keeps its newest ones); "
-                        "the picture then draws the points in memory where the learner holds them")
+                        "velocity (default: on); the picture then draws the points in memory where the "
+                        "learner holds them. --no-tracking: it keeps only its newest points")
     p.add_argument("--radius", type=_positive_float, metavar="R",
                    help="bound on the norm of the points, a ball centred at the origin (default: none; the "
                         "prior ball is learned from the stream, so results do not depend on units or origin)")

@@ -104,7 +104,9 @@ def test_cluster_on_npy(good_runs, data_dir):
     assert ("capacity: PACBO uses all 8 centres" in out) == (k == 8)
     sizes = [int(m) for m in re.findall(r"centre \d+: \[.*\]  \(label \d+, (\d+) points(?: in memory)?\)", out)]
     m = re.search(r"memory: the drift test forgot (\d+) points; (\d+) of the 80 points are in memory", out)
-    assert len(sizes) == k and sum(sizes) == (int(m.group(2)) if m else 80)  # each in one printed cluster
+    held = re.search(r"tracking: the (\d+) points in memory moved with their clusters", out)
+    n = int(held.group(1)) if held else int(m.group(2)) if m else 80   # tracking counts the held rows
+    assert len(sizes) == k and sum(sizes) == n                          # each in one printed cluster
 
 
 def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_path, capsys):
@@ -113,7 +115,7 @@ def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_pat
     xs = datasets.make_drifting_clusters_stream(240, shift=(30.0, 0.0), seed=3)
     np.save(tmp_path / "drift.npy", xs)
     args = cli.build_parser().parse_args(["cluster", "--csv", str(tmp_path / "drift.npy"), "--n-steps", "60",
-                                          "--max-clusters", "8", "--history-size", "64",
+                                          "--max-clusters", "8", "--history-size", "64", "--no-tracking",
                                           "--out", str(tmp_path / "drift.png")])
     fig = cli.run_cluster(args)
     out = capsys.readouterr().out
@@ -125,12 +127,14 @@ def test_cluster_on_drifting_groups_counts_and_colours_what_it_remembers(tmp_pat
     assert sum(sizes) == fig["n_in_memory"]
     with open(tmp_path / "drift.png", "rb") as f:
         assert f.read(8) == PNG_MAGIC
-    # The stationary default stream forgets nothing: every point is counted.
+    # The stationary default stream (tracking on, the default) forgets and moves nothing: every point
+    # is counted where it arrived, and nothing is said about moved points.
     args = cli.build_parser().parse_args(["cluster", "--n", "60", "--n-steps", "60", "--max-clusters", "8",
                                           "--history-size", "64", "--out", ""])
     fig = cli.run_cluster(args)
     assert fig["n_forgotten"] == 0 and fig["sizes"].sum() == fig["n_in_memory"] == 60
-    assert "memory:" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "memory:" not in out and "tracking:" not in out
 
 
 def test_cluster_with_tracking_draws_the_points_where_it_holds_them(tmp_path, capsys):
@@ -150,7 +154,8 @@ def test_cluster_with_tracking_draws_the_points_where_it_holds_them(tmp_path, ca
     assert sum(sizes) == n
     with open(tmp_path / "track.png", "rb") as f:
         assert f.read(8) == PNG_MAGIC
-    assert cli.build_parser().parse_args(["cluster"]).tracking is False
+    assert cli.build_parser().parse_args(["cluster"]).tracking is None       # the learner's default: on
+    assert cli.build_parser().parse_args(["cluster", "--no-tracking"]).tracking is False
 
 
 def test_cluster_shows_provisional_centres(tmp_path, capsys):

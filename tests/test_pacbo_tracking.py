@@ -309,7 +309,10 @@ def test_tracking_beats_keeping_the_newest_on_drifting_groups():
 def test_tracking_is_checked_and_an_old_checkpoint_loads_with_its_points_standing(tmp_path):
     with pytest.raises(TypeError, match="tracking"):
         jaxstream.pacbo(10, 16, 8, tracking="yes")
-    assert jaxstream.pacbo(10, 16, 8).config.tracking is False
+    assert jaxstream.pacbo(10, 16, 8).config.tracking is True                       # the default (0.4.5)
+    assert jaxstream.pacbo(10, 16, 8, preset="paper").config.tracking is False      # the paper forgets nothing
+    assert jaxstream.pacbo(10, 16, 8, preset="paper", tracking=True).config.tracking is True
+    assert jaxstream.PACBO(max_clusters=10, history_size=16, n_steps=8).learner.config.tracking is True
     m = jaxstream.PACBO(max_clusters=10, history_size=16, n_steps=8, tracking=True)
     assert m.get_params()["tracking"] is True and m.learner.config.tracking is True
     lr = jaxstream.pacbo(10, 16, 8, tracking=True)
@@ -330,3 +333,12 @@ def test_tracking_is_checked_and_an_old_checkpoint_loads_with_its_points_standin
     with pytest.raises(checkpoint.CheckpointError, match="fields"):
         checkpoint._decode_tree(bad, leaves)
     assert checkpoint.ADDED_CONFIG_KEYS["pacbo"]["tracking"] is False
+    # A run under the old default (tracking=False) resumes under tracking=False; the new default's
+    # learner is refused with a message that says so.
+    old_lr = jaxstream.pacbo(10, 16, 8, tracking=False)
+    s_old, _ = jaxstream.run_stream(old_lr, jax.random.key(1), x, old_lr.init(jax.random.key(0), x[:0]))
+    checkpoint.save(tmp_path / "old.ckpt", old_lr, s_old)
+    with pytest.raises(checkpoint.CheckpointError, match="build the learner with tracking=False"):
+        checkpoint.load(tmp_path / "old.ckpt", jaxstream.pacbo(10, 16, 8))
+    back, _ = checkpoint.load(tmp_path / "old.ckpt", jaxstream.pacbo(10, 16, 8, tracking=False))
+    np.testing.assert_array_equal(np.asarray(back.history), np.asarray(s_old.history))

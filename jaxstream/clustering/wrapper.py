@@ -53,7 +53,7 @@ class PACBO(StreamModel):
                  adapt_rate: Optional[float] = None, stay_prob: Optional[float] = None,
                  lambda_cap: Optional[float] = None, drift_level: Optional[float] = None,
                  recent_size: Optional[int] = None, provisional_level: Optional[float] = None,
-                 provisional_size: int = 8, split_guard: Optional[bool] = None, tracking: bool = False,
+                 provisional_size: int = 8, split_guard: Optional[bool] = None, tracking: Optional[bool] = None,
                  seed: int = 0):
         self.radius = radius
         self.max_clusters = max_clusters
