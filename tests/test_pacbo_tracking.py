@@ -172,6 +172,30 @@ def test_a_turn_is_read_from_the_newest_points(seed, monkeypatch):
     assert off(h) < 0.5 * off(h_line), (off(h), off(h_line))
 
 
+def test_track_moved_check_grads_with_padding_masks_and_coincident_points():
+    """Tracking is on the default path, so the moved positions and velocities must be differentiable in
+    the stored ones: check_grads (forward and reverse, float64) on a turned group that fires (the hinge
+    and the shrink on the path), with 28 free rows (mask False), two coincident rows and a second
+    cluster of two rows (residual variance 0: a statistic of explained/tiny)."""
+    from jax.test_util import check_grads
+    history, velocity, mask, index, centers, _ = _turned_group(0, H=150)
+    history[10] = history[11]
+    history[120:122] = (50.0, 50.0), (50.5, 49.5)
+    index[120:122], mask[120:122] = (60, 61), True
+    centers[1] = (50.25, 49.75)
+    with jax.enable_x64(True):
+        def f(h, v):
+            _, h2, v2, fired = F.track_moved(h, v, jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers),
+                                             2, 3e-3, 6, 1.0)
+            return h2, v2
+        h0, v0 = jnp.asarray(history, jnp.float64), jnp.asarray(velocity, jnp.float64)
+        fired = F.track_moved(h0, v0, jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers), 2, 3e-3, 6, 1.0)[3]
+        assert bool(fired[0]) and not bool(fired[1])
+        g = jax.grad(lambda h: sum(jnp.sum(o ** 2) for o in f(h, v0)))(h0)
+        assert bool(jnp.all(jnp.isfinite(g)))
+        check_grads(f, (h0, v0), order=1, modes=["fwd", "rev"], atol=1e-4, rtol=1e-4)
+
+
 def test_a_stale_cluster_whose_points_moved_is_lost_and_a_standing_one_kept():
     """Three clusters that stopped receiving points 100+ rounds ago, each of 20 points: one never moved,
     one moved at 0.1 a round over a 40-round span (a remnant of a group that went elsewhere), one at 0.1

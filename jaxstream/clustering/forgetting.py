@@ -369,8 +369,12 @@ def _hinge(history: Array, mask: Array, index: Array, assign: Array, p: int) -> 
             cut = jnp.where((at_q > none) & (count[:p] >= 2 * q), (at_q - now).astype(dtype), -jnp.inf)
         u = jnp.maximum(t, cut[assign])
         ln = _line(cl, u, history, p)
-        hinge = _Hinge(ln.s_ty / ln.s_tt[:, None], ln.explained / jnp.maximum(ln.resid, jnp.finfo(dtype).tiny),
-                       -cut, (u - ln.t_bar[assign]) ** 2 / ln.s_tt[assign] <= _REACH)
+        # explained / max(resid, tiny), with a derivative that stays finite where resid is 0 (a cluster of
+        # ≤ 2 rows): there the reverse pass would multiply a zero cotangent by 1/tiny² = inf.
+        tiny = jnp.finfo(dtype).tiny
+        fit = ln.resid > tiny
+        stat = jnp.where(fit, ln.explained / jnp.where(fit, ln.resid, 1.0), ln.explained / tiny)
+        hinge = _Hinge(ln.s_ty / ln.s_tt[:, None], stat, -cut, (u - ln.t_bar[assign]) ** 2 / ln.s_tt[assign] <= _REACH)
         if best is None:
             best, best_e = hinge, ln.explained
             continue
@@ -411,7 +415,9 @@ def track_moved(history: Array, velocity: Array, mask: Array, index: Array, cent
     # The slope a firing measures is the remaining velocity, shrunk by (1 − threshold/z)₊: a false
     # alarm (z just above the threshold) moves a standing group by little, a real movement keeps
     # firing until its points stand still relative to each other.
-    step = hinge.slope * jnp.clip(1.0 - threshold / jnp.maximum(hinge.stat, jnp.finfo(dtype).tiny), 0.0, 1.0)[:, None]
+    # (1 − q/z)₊ written so that its derivative is finite (0) where z ≤ q, also where z = 0.
+    above = hinge.stat > threshold
+    step = hinge.slope * jnp.where(above, 1.0 - threshold / jnp.where(above, hinge.stat, 1.0), 0.0)[:, None]
     now = jnp.max(jnp.where(mask, index, 0))
     age = (now - index).astype(dtype)
     moving_row = mask & fired[a]
