@@ -436,20 +436,18 @@ def track_moved(history: Array, velocity: Array, mask: Array, index: Array, cent
     cl = jnp.where(older, a, p)
     n_old = jax.ops.segment_sum(older.astype(dtype), cl, num_segments=p + 1)[:p]
     v_bar = jax.ops.segment_sum(velocity, cl, num_segments=p + 1)[:p] / jnp.maximum(n_old, 1.0)[:, None]
+    kept = jnp.where(new_mask, a, p)
+    newest = jax.ops.segment_max(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).min), kept, num_segments=p + 1)[:p]
+    oldest = jax.ops.segment_min(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).max), kept, num_segments=p + 1)[:p]
     if born is not None:
         # A new centre whose points all arrived in the last `_YOUNG` rounds is a new group: the velocity
         # its first points took from the cluster they landed in is not its own. (A centre born over
         # older points is a moving group re-split, which keeps its velocity.)
-        first = jax.ops.segment_min(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).max), jnp.where(new_mask, a, p),
-                                    num_segments=p + 1)[:p]
-        v_bar = jnp.where((born & (now - first <= _YOUNG))[:, None], 0.0, v_bar)
+        v_bar = jnp.where((born & (now - oldest <= _YOUNG))[:, None], 0.0, v_bar)
     # Lost: a cluster that stopped receiving points while its points moved (the points a group left
     # behind when it turned, moved on with the old velocity): had it kept its velocity the group would
     # now be |v|·(rounds since its last point) away, and the velocity moved its own points by |v|·(their
     # span), both beyond the trail tolerance (a false alarm's velocity on a 20-point group does not).
-    kept = jnp.where(new_mask, a, p)
-    newest = jax.ops.segment_max(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).min), kept, num_segments=p + 1)[:p]
-    oldest = jax.ops.segment_min(jnp.where(new_mask, index, jnp.iinfo(jnp.int32).max), kept, num_segments=p + 1)[:p]
     v2 = _ops.coord_sum(v_bar * v_bar)
     since, span = (now - newest).astype(dtype), (newest - oldest).astype(dtype)
     lost = test.stale & (v2 * jnp.minimum(since, span) ** 2 > trail_q * noise_var)
