@@ -406,11 +406,7 @@ def make_route_stream(n: int = 600, n_legs: int = 5, noise: float = 0.1, seed=0,
     if vertices is None:
         verts = random_route(n_legs, rng, leg_length=leg_length)
     else:
-        verts = np.asarray(vertices, np.float64)
-        if verts.ndim != 2 or len(verts) < 2:
-            raise ValueError(f"vertices must be an (m >= 2, d) array, got shape {verts.shape}")
-        if np.any(np.linalg.norm(np.diff(verts, axis=0), axis=1) == 0.0):
-            raise ValueError("consecutive vertices must differ")
+        verts = _check_vertices(vertices)
     length = np.linalg.norm(np.diff(verts, axis=0), axis=1).sum()
     s = np.sort(rng.uniform(0.0, length, n))
     pts = _polyline_at(verts, s) + _noise(rng, n, verts.shape[1], noise, heavy_tailed)
@@ -419,6 +415,72 @@ def make_route_stream(n: int = 600, n_legs: int = 5, noise: float = 0.1, seed=0,
     if not return_truth:
         return pts
     return pts, curve_sqdist(pts, verts)
+
+
+def _there_and_back(length: float, n: int, n_passes: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Arc-length positions of n points over n_passes passes of a route of this length, there and back.
+
+    Returns ``(s (n,), pass index (n,))``: positions sorted along the travel
+    (a pass runs 0 → length, the next length → 0, ...), each pass's gaps
+    irregular like a receiver's.
+    """
+    travel = np.sort(rng.uniform(0.0, n_passes * length, n))
+    k = np.minimum((travel // length).astype(int), int(np.ceil(n_passes)) - 1)
+    u = travel - k * length
+    return np.where(k % 2 == 0, u, length - u), k
+
+
+def make_commute_stream(n: int = 1000, n_legs: int = 8, n_passes: float = 12.0, noise: float = 0.1, seed=0, *,
+                        heavy_tailed: bool = False, ordered: bool = True, pass_offset: float = 0.0,
+                        vertices=None, return_truth: bool = False):
+    """A route driven there and back on several days: repeated traversals of one curve.
+
+    The route is `random_route(n_legs, rng)` drawn first from the generator
+    (as in `make_route_stream`), or the polyline `vertices`. The points
+    travel it ``n_passes`` times, alternately forwards and backwards, with
+    irregular gaps (sorted uniform positions). Each point gets independent
+    noise of per-coordinate sd `noise` (Gaussian, or Student t with 3
+    degrees of freedom and the same covariance); with ``pass_offset > 0``
+    each pass is also shifted as a whole by an isotropic Gaussian offset of
+    that sd per coordinate, so the passes form a band wider than the noise
+    (a ferry's crossings, a commuter's lanes).
+
+    Args:
+      n: number of points.
+      n_legs: legs of the random route (ignored with `vertices`).
+      n_passes: number of traversals (need not be an integer).
+      noise: per-coordinate sd of the per-point noise.
+      seed: int or `numpy.random.Generator`.
+      heavy_tailed: Student-t (3 dof) noise instead of Gaussian.
+      ordered: arrival in travel order; False shuffles the same points.
+      pass_offset: per-coordinate sd of each pass's offset (0: none).
+      vertices: (m, d) polyline to travel instead of a random route.
+      return_truth: also return each point's squared distance to the route.
+
+    Returns:
+      (n, d) float64 array, or ``(points, truth_sqdist)``.
+    """
+    rng = _rng(seed)
+    verts = random_route(n_legs, rng) if vertices is None else _check_vertices(vertices)
+    length = np.linalg.norm(np.diff(verts, axis=0), axis=1).sum()
+    s, k = _there_and_back(length, n, n_passes, rng)
+    d = verts.shape[1]
+    shifts = pass_offset * rng.standard_normal((int(np.ceil(n_passes)), d))
+    pts = _polyline_at(verts, s) + shifts[k] + _noise(rng, n, d, noise, heavy_tailed)
+    if not ordered:
+        pts = pts[rng.permutation(n)]
+    if not return_truth:
+        return pts
+    return pts, curve_sqdist(pts, verts)
+
+
+def _check_vertices(vertices) -> np.ndarray:
+    verts = np.asarray(vertices, np.float64)
+    if verts.ndim != 2 or len(verts) < 2:
+        raise ValueError(f"vertices must be an (m >= 2, d) array, got shape {verts.shape}")
+    if np.any(np.linalg.norm(np.diff(verts, axis=0), axis=1) == 0.0):
+        raise ValueError("consecutive vertices must differ")
+    return verts
 
 
 def _rounded_rectangle_at(s: np.ndarray, width: float, height: float, corner: float) -> np.ndarray:
@@ -886,3 +948,136 @@ def load_trace(name: str = "staten_island_ferry", *, lonlat: bool = False, retur
     lat = np.array([float(r["lat"]) for r in rows])[order]
     pts = np.stack([lon, lat], axis=1) if lonlat else lonlat_to_local_km(lon, lat)
     return (pts, time[order]) if return_time else pts
+
+
+class CurveStream(NamedTuple):
+    """A synthetic curve stream with its truth (`curve_family`).
+
+    Attributes:
+      points: (n, d) the stream, in arrival order.
+      curve: (m, d) the true curve as a polyline (densely sampled where it is
+        smooth; closed curves repeat their first vertex): at the end of the
+        stream for a source that moves.
+      noise: the per-coordinate standard deviation of the noise, σ.
+      clean: (n, d) the noise-free point that generated each point, so that
+        ``((points - clean)[t0:] ** 2).sum()`` is the noise energy.
+    """
+
+    points: np.ndarray
+    curve: np.ndarray
+    noise: float
+    clean: np.ndarray
+
+
+def _dense(fn, lo, hi, m=2001):
+    return fn(np.linspace(lo, hi, m))
+
+
+def _loop_curve(shape, m=2001, **kw):
+    if shape == "circle":
+        r = kw.get("radius", 1.0)
+        a = np.linspace(0.0, 2 * np.pi, m)
+        return np.stack([r * np.cos(a), r * np.sin(a)], 1)
+    w, h, c = kw.get("width", 4.0), kw.get("height", 2.0), kw.get("corner", 0.5)
+    perim = 2 * (w - 2 * c) + 2 * (h - 2 * c) + 2 * np.pi * c
+    return _rounded_rectangle_at(np.linspace(0.0, perim, m), w, h, c)
+
+
+def _drift_curve(shift=(0.0, 3.0), rotation=0.0, amplitude=(1.0, 1.0), m=2001):
+    u = np.linspace(0.0, 2 * np.pi, m)
+    centre = np.array([np.pi, 0.0])
+    local = np.stack([u, amplitude[1] * np.sin(u)], 1) - centre
+    return local @ _rotation(rotation).T + centre + np.asarray(shift, np.float64)
+
+
+def _with_clean(gen, seed, curve, noise, **kw):
+    pts = gen(seed=seed, noise=noise, **kw)
+    clean_kw = dict(kw, noise=0.0)
+    if "pass_offset" in kw:
+        clean_kw["pass_offset"] = 0.0
+    return CurveStream(pts, curve, float(noise), gen(seed=seed, **clean_kw))
+
+
+def _route_family(n_legs, ordered, heavy, passes=None, pass_offset=0.0, noise=0.1):
+    def make(seed, n):
+        route = random_route(n_legs, np.random.default_rng(seed))
+        if passes is None:
+            return _with_clean(make_route_stream, seed, route, noise, n=n, n_legs=n_legs, ordered=ordered,
+                               heavy_tailed=heavy)
+        return _with_clean(make_commute_stream, seed, route, noise, n=n, n_legs=n_legs, n_passes=passes,
+                           ordered=ordered, heavy_tailed=heavy, pass_offset=pass_offset)
+    return make
+
+
+CURVE_FAMILIES = {
+    # stationary, points i.i.d. along the curve
+    "cubic": lambda seed, n: CurveStream(*_cubic_parts(seed, n)),
+    "table2": lambda seed, n: _with_clean(make_table2_stream, seed, _dense(table2_curve, 0.0, 2 * np.pi), 0.0575, n=n),
+    "helix": lambda seed, n: _with_clean(make_helix_stream, seed, _dense(helix_curve, 0.0, 3 * np.pi), 0.05, n=n),
+    "circle": lambda seed, n: _with_clean(make_loop_stream, seed, _loop_curve("circle", radius=3.0), 0.077, n=n,
+                                          ordered=False, radius=3.0),
+    # a route driven once: in order or shuffled, Gaussian or heavy-tailed noise
+    "route": _route_family(5, True, True),
+    "route_shuffled": _route_family(5, False, True),
+    "long_route": _route_family(14, True, False),
+    "long_route_shuffled": _route_family(14, False, False),
+    # a route driven there and back, many times
+    "commute": _route_family(8, True, False, passes=12),
+    "commute_t3": _route_family(8, True, True, passes=12),
+    "commute_shuffled": _route_family(8, False, False, passes=12),
+    # closed curves travelled in order
+    "loop": lambda seed, n: _with_clean(make_loop_stream, seed, _loop_curve("rounded_rectangle"), 0.05, n=n,
+                                        shape="rounded_rectangle", n_laps=1.5),
+    "circle_in_order": lambda seed, n: _with_clean(make_loop_stream, seed, _loop_curve("circle"), 0.05, n=n),
+    # a source that moves (the curve is the last round's)
+    "drift": lambda seed, n: _with_clean(make_drifting_curve_stream, seed, _drift_curve(), 0.1, n=n),
+    "drift_rotating": lambda seed, n: _with_clean(make_drifting_curve_stream, seed,
+                                                  _drift_curve((2.0, 0.0), np.pi / 4), 0.1, n=n, shift=(2.0, 0.0),
+                                                  rotation=np.pi / 4),
+}
+"""Named synthetic curve families: name -> ``f(seed, n) -> CurveStream`` (see `curve_family`)."""
+
+
+def _cubic_parts(seed, n):
+    rng_pts = make_cubic_stream(n, seed=seed)
+    x = rng_pts[:, 0]
+    return rng_pts, _dense(lambda u: np.stack([u, cubic_curve(u)], 1), 0.0, 10.0), 0.094, np.stack(
+        [x, cubic_curve(x)], 1)
+
+
+def curve_family(name: str, seed=0, n: int = 1000) -> CurveStream:
+    """One stream of a named synthetic curve family, with its true curve and noise.
+
+    Families (`CURVE_FAMILIES`): ``cubic``, ``table2`` (6-D), ``helix`` (3-D),
+    ``circle`` (radius 3), points i.i.d. along the curve; ``route`` (5 legs,
+    Student-t noise) and ``long_route`` (14 legs, Gaussian) driven once in
+    order, and their ``_shuffled`` versions; ``commute`` (an 8-leg route
+    driven 12 times there and back, Gaussian), ``commute_t3`` (Student-t
+    noise), ``commute_shuffled``; ``loop`` (a rounded rectangle, 1.5 laps in
+    order) and ``circle_in_order`` (2 laps); ``drift`` (a sine arc drifting
+    +3 in y) and ``drift_rotating`` (+2 in x, rotating 45°), whose curve is
+    the last round's.
+
+    Args:
+      name: a key of `CURVE_FAMILIES`.
+      seed: int seed.
+      n: number of points.
+
+    Returns:
+      `CurveStream`.
+    """
+    if name not in CURVE_FAMILIES:
+        raise ValueError(f"unknown curve family {name!r}; known: {sorted(CURVE_FAMILIES)}")
+    return CURVE_FAMILIES[name](seed, n)
+
+
+FERRY_TERMINALS = {"St. George": (-74.0736, 40.6437), "Whitehall": (-74.0132, 40.7013)}
+"""(longitude, latitude) of the Staten Island Ferry's terminals: the reference lane is the straight line between them."""
+
+
+def ferry_lane() -> np.ndarray:
+    """(2, 2) the straight pier-to-pier line of the ferry, in the local km of `load_trace`."""
+    lonlat = load_trace(lonlat=True)
+    lon0, lat0 = lonlat[:, 0].mean(), lonlat[:, 1].mean()
+    ends = np.array(list(FERRY_TERMINALS.values()))
+    return lonlat_to_local_km(ends[:, 0], ends[:, 1], lon0, lat0)

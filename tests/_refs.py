@@ -20,3 +20,36 @@ def np_segment_table(points, verts):
     """(n, K) squared distance of every point to every segment, by a loop."""
     return np.stack([np_polyline_sqdist(points, verts[k:k + 2]) for k in range(len(verts) - 1)], 1)
 
+
+
+def np_projection(points, verts):
+    """Each point's nearest segment (the first on ties) and clamped position on it, by a loop."""
+    points = np.asarray(points, np.float64)
+    verts = np.asarray(verts, np.float64)
+    best, seg, pos = np.full(len(points), np.inf), np.zeros(len(points), int), np.zeros(len(points))
+    for k, (a, b) in enumerate(zip(verts[:-1], verts[1:])):
+        ab = b - a
+        den = ab @ ab
+        t = np.zeros(len(points)) if den == 0 else np.clip((points - a) @ ab / den, 0.0, 1.0)
+        d2 = (((a + t[:, None] * ab) - points) ** 2).sum(1)
+        better = d2 < best
+        best, seg, pos = np.where(better, d2, best), np.where(better, k, seg), np.where(better, t, pos)
+    return seg, pos
+
+
+def np_arc_weighted_median(values, points, w, verts):
+    """The median of `values` with each point weighted by its share of the line's length
+    (w·ℓ_k / Σ w over the points inside segment k; 0 past the line's ends), the smallest value at
+    which the sorted weights reach half their total (NumPy loop)."""
+    seg, pos = np_projection(points, verts)
+    K = len(verts) - 1
+    lengths = np.linalg.norm(np.diff(np.asarray(verts, np.float64), axis=0), axis=1)
+    past = ((seg == 0) & (pos <= 0)) | ((seg == K - 1) & (pos >= 1))
+    along = np.where(past, 0.0, w)
+    total = np.zeros(K)
+    for k, a in zip(seg, along):
+        total[k] += a
+    weight = np.array([a * lengths[k] / total[k] if total[k] > 0 else 0.0 for k, a in zip(seg, along)])
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weight[order])
+    return float(np.asarray(values, np.float64)[order][np.searchsorted(cum, 0.5 * weight.sum() * (1 - 1e-9))])
