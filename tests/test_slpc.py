@@ -14,7 +14,7 @@ from jaxstream import curves as pc
 from jaxstream.curves import cache, global_moves, history
 from jaxstream import datasets
 
-from _refs import np_polyline_sqdist, np_segment_table
+from _refs import np_arc_weighted_median, np_polyline_sqdist, np_segment_table
 
 
 def np_constants(p, d, delta, R):
@@ -206,13 +206,24 @@ def test_bookkeeping_in_any_dimension(d):
     assert np.all(np.isfinite(np.asarray(losses))) and np.all(np.asarray(losses) >= 0)
 
 
+def _np_row_weights(s):
+    """What each stored row weighs in the objective, in NumPy: it stands for m/n of the points
+    seen (m = n_seen, or max(τ, H) once the stream is longer than a finite memory τ), discounted
+    by exp(−age/τ) (1 with an unlimited memory)."""
+    n, H = int(s.n_stored), s.hist_x.shape[0] - 1
+    tau = float(s.memory) if np.isnan(float(s.params.memory)) else float(s.params.memory)
+    m = min(float(int(s.n_seen)), max(tau, float(H)))
+    age = int(s.n_seen) - np.asarray(s.hist_t[:n], np.float64)
+    return m / n * np.exp(-age / tau)
+
+
 def _brute_force_delta(prop, s, x, cap=np.inf):
     """Weighted Δ(cumulative loss) of every candidate by a NumPy loop (data
     units), each point's loss min(squared distance, cap)."""
     hist, n = user_history(s)
-    w = int(s.n_seen) / n
+    w = _np_row_weights(s)
     loss = lambda P, v: np.minimum(np_polyline_sqdist(P, v), cap)
-    base = w * loss(hist, prop.vertices[0, : int(prop.n_vertices[0])]).sum() + \
+    base = (w * loss(hist, prop.vertices[0, : int(prop.n_vertices[0])])).sum() + \
         loss(x[None], prop.vertices[0, : int(prop.n_vertices[0])])[0]
     out = []
     for c in range(prop.vertices.shape[0]):
@@ -220,7 +231,7 @@ def _brute_force_delta(prop, s, x, cap=np.inf):
         if len(vc) < 2:
             out.append(np.nan)
             continue
-        out.append(w * loss(hist, vc).sum() + loss(x[None], vc)[0] - base)
+        out.append((w * loss(hist, vc)).sum() + loss(x[None], vc)[0] - base)
     return np.array(out)
 
 
@@ -385,8 +396,9 @@ def test_rotating_global_moves_delete_a_vertex_far_from_the_new_points():
 
 def test_sorted_residuals_and_noise_level_match_a_sort(learner, init, run):
     """The incrementally sorted residual arrays equal a sort of the stored rows
-    after the reservoir has replaced rows, and σ̂² equals the sort-based
-    medians of the stored rows plus x_t (NumPy)."""
+    after the reservoir has replaced rows, and σ̂² equals the medians of the
+    stored rows plus x_t weighted by their share of the line's length
+    (`history.arc_weights`), computed in NumPy."""
     xs = datasets.make_cubic_stream(560, seed=9).astype(np.float32)
     s = init(jax.random.key(0), xs[:20])
     s, _ = run(jax.random.key(1), xs[20:-1], s)
@@ -396,12 +408,37 @@ def test_sorted_residuals_and_noise_level_match_a_sort(learner, init, run):
         np.testing.assert_array_equal(np.asarray(srt), np.sort(np.asarray(col[:n])))
     _, info = _jit(learner.update)(jax.random.key(2), s, xs[-1])
     u = (xs[-1] - np.asarray(s.centre)) / float(s.scale)
-    e_x = np_polyline_sqdist(u[None], np.asarray(s.std_vertices[: int(s.n_vertices)]))[0]
-    r_x = float(history.nn_residual(jnp.asarray(u), s.hist_x[:-1], jnp.arange(512) < history.NN_ROWS))
-    med = lambda v: np.median(np.asarray(v, np.float64))
-    ref = min(med(np.append(s.hist_e[:n], e_x)), med(np.append(s.hist_r[:n], r_x)) / history.NN_INFLATION)
-    ref *= float(s.scale) ** 2 / history.chi2_quantile(1)
+    line = np.asarray(s.std_vertices[: int(s.n_vertices)], np.float64)
+    e_x = np_polyline_sqdist(u[None], line)[0]
+    r_x = float(history.curve_free_residual(jnp.asarray(u), s.recent, s.n_seen, False))
+    pts = np.concatenate([np.asarray(s.hist_x[:n], np.float64), u[None].astype(np.float64)])
+    w = np.append(_np_row_weights(s), 1.0)
+    med_e = np_arc_weighted_median(np.append(s.hist_e[:n], e_x), pts, w, line)
+    med_r = np_arc_weighted_median(np.append(s.hist_r[:n], r_x), pts, w, line)
+    ref = min(med_e, med_r / history.NN_INFLATION) * float(s.scale) ** 2 / history.chi2_quantile(1)
     np.testing.assert_allclose(float(info.sigma2), ref, rtol=1e-4)
+    # the weighting matters here: the plain median differs
+    plain = min(np.median(np.append(s.hist_e[:n], e_x)), np.median(np.append(s.hist_r[:n], r_x)) / 1.5)
+    assert abs(plain * float(s.scale) ** 2 / history.chi2_quantile(1) / ref - 1) > 0.01
+
+
+def test_weighted_median_matches_numpy():
+    """`history.weighted_median` against a sort and a cumulative sum, with ties, zero weights,
+    padding and all-zero weights (inf)."""
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        m = int(rng.integers(1, 40))
+        vals = np.round(rng.exponential(size=m), 1).astype(np.float32)  # ties
+        wts = np.where(rng.random(m) < 0.3, 0.0, rng.random(m)).astype(np.float32)
+        srt = np.concatenate([np.sort(vals), np.full(7, np.inf, np.float32)])
+        got = float(history.weighted_median(jnp.asarray(srt), jnp.asarray(vals), jnp.asarray(wts)))
+        if wts.sum() == 0:
+            assert got == np.inf
+            continue
+        order = np.argsort(vals, kind="stable")
+        cum = np.cumsum(wts[order].astype(np.float64))
+        want = vals[order][np.searchsorted(cum, 0.5 * cum[-1] * (1 - 1e-6))]
+        assert got == want, (trial, got, want)
 
 
 def test_x_t_counts_with_weight_one_after_overflow(learner, init, run):
@@ -477,18 +514,17 @@ def test_noise_price_stops_growth_on_a_straight_noisy_line(init, run):
 
 def test_isolated_outliers_are_not_chased(learner, init, run, cubic):
     """Four points 4 units (2.6-3.5 from the cubic, ≈ 30 σ) off it, each alone: with the default
-    loss cap and a length price of 2 (a spike to one point then costs more
-    than the cap lets it save) the curve stays on the cubic (every outlier
-    stays far from it and the curve stays within a few σ of the clean points'
-    curve); with the plain squared loss (outlier_scale=inf) the curve runs
-    out to some of them (the check has power). (At the default length price,
-    0.3, chosen for streams that move, such spikes are cheap enough to pay:
-    see `jaxstream.curves.objective`.)"""
+    loss cap (a spike to one point costs more than the cap lets it save) the curve stays on the
+    cubic (every outlier stays far from it and the curve stays within a few σ of the clean
+    points' curve); with the plain squared loss (outlier_scale=inf) and a cheap length price
+    the curve runs out to some of them (the check has power)."""
     xs, idx = _with_outliers(cubic)
     clean = np.delete(cubic, idx, 0).astype(np.float64)
     dist = {}
     for kappa in (float(learner.params.outlier_scale), np.inf):
-        prm = learner.params._replace(outlier_scale=jnp.float32(kappa), length_scale=jnp.float32(2.0))
+        prm = learner.params._replace(outlier_scale=jnp.float32(kappa))
+        if not np.isfinite(kappa):
+            prm = prm._replace(length_scale=jnp.float32(0.03))
         s = init(jax.random.key(0), xs[:20], prm)
         s, _ = run(jax.random.key(1), xs[20:], s)
         v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)

@@ -98,25 +98,6 @@ def test_ring_of_recent_points_and_data_extent():
     np.testing.assert_allclose(float(prm.L), ref_L, rtol=1e-4)
 
 
-def test_length_unit_is_the_spread_or_a_third_of_a_long_line():
-    """The length price's unit: the data's spread for a compact line, ℓ(f̂)/3 for a line
-    more than three spreads long (NumPy lengths), padding vertices ignored."""
-    verts = np.zeros((6, 2), np.float32)
-    verts[:4] = [[0.0, 0.0], [3.0, 0.0], [3.0, 4.0], [0.0, 4.0]]            # length 10
-    verts[4:] = verts[3]
-    length = np.linalg.norm(np.diff(verts[:4], axis=0), axis=1).sum()
-    for spread, want in [(5.0, 5.0), (1.0, length / tracking.LINE_PER_UNIT), (length / 3, length / 3)]:
-        got = tracking.length_unit(jnp.float32(spread), jnp.asarray(verts), jnp.int32(4))
-        np.testing.assert_allclose(float(got), want, rtol=1e-6)
-    verts[4:] = 100.0                                                          # rows past nv do not count
-    got = tracking.length_unit(jnp.float32(1.0), jnp.asarray(verts), jnp.int32(4))
-    np.testing.assert_allclose(float(got), length / tracking.LINE_PER_UNIT, rtol=1e-6)
-    # weighed by the arrival order: the spread alone for points in random order
-    for order, want in [(0.0, 1.0), (0.5, max(1.0, 0.5 * length / tracking.LINE_PER_UNIT))]:
-        got = tracking.length_unit(jnp.float32(1.0), jnp.asarray(verts), jnp.int32(4), jnp.float32(order))
-        np.testing.assert_allclose(float(got), want, rtol=1e-6)
-
-
 def _arrival_order_np(points_before):
     """NumPy reference: the last NN_ROWS points (in arrival order), mean squared step between
     consecutive ones over twice their variance, mapped to [0, 1]."""

@@ -25,7 +25,7 @@ from .candidates import seg_d2_points
 Array = jax.Array
 
 __all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
-           "sorted_replace", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "ring_last", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
+           "sorted_replace", "weighted_median", "arc_weights", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "ring_last", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
 NOISE_QUANTILE = 0.5
@@ -127,7 +127,52 @@ def sorted_replace(srt, old, remove, new, insert):
     return jnp.where(insert, out, at_k)
 
 
-def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
+def weighted_median(srt, vals, weights):
+    """The weighted median of `vals` (m,) with `weights` (m,) >= 0, read among sorted candidates.
+
+    Returns the smallest ``srt[j]`` at which the weights of the values at or
+    below it reach half their total: a bisection over j (⌈log₂ k⌉ dense passes
+    over `vals`, no sort). ``srt`` (k,) holds the values in increasing order
+    (inf-padded); +inf when every weight is 0.
+    """
+    half = 0.5 * jnp.sum(weights)
+    k = srt.shape[0]
+    lo, hi = jnp.asarray(0, jnp.int32), jnp.asarray(k - 1, jnp.int32)
+    for _ in range(max(math.ceil(math.log2(max(k, 2))), 1)):
+        mid = (lo + hi) // 2
+        reached = jnp.sum(jnp.where(vals <= srt[mid], weights, 0.0)) >= half
+        lo, hi = jnp.where(reached, lo, mid + 1), jnp.where(reached, mid, hi)
+    return jnp.where(half > 0, srt[hi], jnp.inf)
+
+
+def arc_weights(seg, tpar, valid, w, verts, nv):
+    """(n,) what each row weighs in the noise level: its share of the line's length.
+
+    A row that projects inside segment k of the line weighs
+    ``w·ℓ_k / Σ w`` over the rows inside segment k, so every stretch of line
+    counts by its length, however many points lie along it: a trace that
+    dwells (a ferry at its pier: half its reports) or a dense stretch does not
+    outvote the rest of the line. A row that projects past one of the line's
+    ends (new ground not yet covered) weighs 0.
+
+    Args:
+      seg: (n,) each row's nearest segment; tpar: (n,) its position on it in [0, 1].
+      valid: (n,) the rows in the objective; w: (n,) their weights.
+      verts: (V, d) the line's vertices; nv: their number.
+    """
+    V = verts.shape[0]
+    seg_len = jnp.sqrt(_ops.coord_sum((verts[1:] - verts[:-1]) ** 2))
+    seg_len = jnp.where(jnp.arange(V - 1) < nv - 1, seg_len, 0.0)
+    past_end = ((seg == 0) & (tpar <= 0.0)) | ((seg == nv - 2) & (tpar >= 1.0))
+    along = jnp.where(valid & ~past_end, w, 0.0)
+    # per-segment sums as a dense comparison, not a scatter-add (collisions are slow on GPUs)
+    on = seg[:, None] == jnp.arange(V - 1)[None]
+    count = jnp.sum(jnp.where(on, along[:, None], 0.0), 0)
+    share = seg_len / jnp.where(count > 0, count, 1.0)
+    return along * share[seg]
+
+
+def noise_level(sorted_e, sorted_r, vals_e, vals_r, weights, n, e_x, r_x, use_x, d: int):
     """σ̂²: the per-coordinate noise variance the price is measured in.
 
     Residuals to a curve in R^d with isotropic noise σ² are σ²·χ²_{d−1}, so
@@ -135,25 +180,39 @@ def noise_level(sorted_e, sorted_r, n, e_x, r_x, use_x, d: int):
     residuals used are each row's *prequential* one, its distance to the
     line before the line learned it (``hist_e``): the current line's own
     residuals fall as the line folds into the noise band, which lowers the
-    price, which lets it fold more (on a long stream σ̂² read ~0.3× the noise
-    and the curve grew without end). In the first rounds the prequential
+    price, which lets it fold more. In the first rounds the prequential
     residuals are the misfit, not the noise, and would price out the very
-    vertices that fix it; the same statistic of each point's distance to the
-    chord of its two nearest earlier points (``hist_r``; on a trace in
-    order, across a quadratic fit in time to its neighbours in time:
-    `curve_free_residual`) needs no curve. σ̂² is the smaller of the two.
+    vertices that fix it; the same statistic of each point's curve-free
+    residual (``hist_r``, `curve_free_residual`) needs no curve. σ̂² is the
+    smaller of the two.
+
+    The medians are weighted by `arc_weights`: the noise of a summary is the
+    scatter *along the line*, each stretch counted by its length, not by how
+    many points happen to lie on it (the ferry dwells at its piers for half
+    its reports; their GPS jitter, metres, priced the whole 8 km lane, whose
+    crossings scatter over a hundred metres, and the line folded through the
+    band). With no weight (no row projects inside the line) the plain
+    medians of the `n` stored rows and x_t are used.
 
     Args:
-      sorted_e, sorted_r: (H,) the stored rows' prequential and
-        two-nearest-neighbour residuals, sorted (inf-padded).
+      sorted_e, sorted_r: (H,) the stored rows' prequential and curve-free
+        residuals, sorted (inf-padded).
+      vals_e, vals_r: (H + 1,) the same per row, x_t's in row H.
+      weights: (H + 1,) `arc_weights` (0 for rows not in the objective).
       n: number of stored rows.
       e_x, r_x: x_t's residuals; use_x: whether x_t is in the objective.
       d: dimension.
     """
-    k = max(d - 1, 1)
-    q = chi2_quantile(k)
-    me = sorted_quantile(sorted_e, n, e_x, use_x, NOISE_QUANTILE)
-    mr = sorted_quantile(sorted_r, n, r_x, use_x, NOISE_QUANTILE)
+    q = chi2_quantile(max(d - 1, 1))
+
+    def median(srt, vals, extra):
+        plain = sorted_quantile(srt, n, extra, use_x, NOISE_QUANTILE)
+        with_x = sorted_replace(srt, extra, jnp.asarray(False), extra, use_x)
+        arc = weighted_median(with_x, vals, weights)
+        return jnp.where(jnp.isfinite(arc), arc, plain)
+
+    me = median(sorted_e, vals_e, e_x)
+    mr = median(sorted_r, vals_r, r_x)
     return jnp.minimum(me, mr / NN_INFLATION) / q
 
 

@@ -309,10 +309,10 @@ def _observe(state: State, u, config: Config, store: bool):
     column's smallest distances, the rows' weights, σ̂² and the loss cap.
 
     Returns:
-      ``(obs, rows, r_u, e_u)``: the `Observation`, the history's rows with
-      x_t's residuals in the scratch row, and those residuals (x_t's
-      two-nearest-neighbour and prequential ones; a stored row's own with
-      ``store=False``).
+      ``(obs, rows, r_u, e_u, r_x)``: the `Observation`, the history's rows
+      with x_t's residuals in the scratch row, those residuals (x_t's noise
+      proxy and prequential one; a stored row's own with
+      ``store=False``) and x_t's curve-free residual (the drift test's).
     """
     V, d = state.vertex_idx.shape
     H = config.history_size
@@ -332,27 +332,34 @@ def _observe(state: State, u, config: Config, store: bool):
     # x_t's values are used as computed, not read back from the arrays they
     # are written to: then every write is in place (XLA copies an array
     # that is read after it is written).
-    r_u = r_x if store else state.hist_r[H]
-    hr = state.hist_r.at[H].set(r_u)
     minima = cache.row_minima(hD, row_seg)
     dmin, seg = minima[0], minima[1]
     e_u = dmin[H] if store else state.hist_e[H]
     he = state.hist_e.at[H].set(e_u)
-    valid = (rows < state.n_stored) | ((rows == H) & store)
-    w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, tracking.row_weights(state), 0.0))
-    valid, w = _ops.materialize((valid, w))
-    sigma2 = history.noise_level(state.sorted_e, state.sorted_r, state.n_stored, e_u, r_u, jnp.asarray(store), d)
     A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
     ab = B - A
     tpar = jnp.clip(_ops.coord_sum((hx - A) * ab) / jnp.maximum(_ops.coord_sum(ab * ab), 1e-30), 0.0, 1.0)
+    # On a trace, a point that arrives where the line already is (not past one of its ends) is
+    # measured against the line, as a point in random order is: its noise proxy is its
+    # prequential residual, not its residual across the trend of its neighbours in time (which
+    # sees one pass's jitter, not the scatter of the passes about the line).
+    past_end = ((seg[H] == 0) & (tpar[H] <= 0.0)) | ((seg[H] == nv - 2) & (tpar[H] >= 1.0))
+    r_noise = jnp.where((order >= history.ORDERED) & ~past_end, e_u * history.NN_INFLATION, r_x)
+    r_u = r_noise if store else state.hist_r[H]
+    hr = state.hist_r.at[H].set(r_u)
+    valid = (rows < state.n_stored) | ((rows == H) & store)
+    w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, tracking.row_weights(state), 0.0))
+    valid, w = _ops.materialize((valid, w))
+    arc = history.arc_weights(seg, tpar, valid, w, verts, nv)
+    sigma2 = history.noise_level(state.sorted_e, state.sorted_r, he, hr, arc, state.n_stored, e_u, r_u,
+                                 jnp.asarray(store), d)
     sigma2, cap = _ops.materialize((sigma2, loss_cap(sigma2, d, prm, config.penalty)))
     spread, prm_t = tracking.extent(hx, valid, verts, nv, prm, config.max_segments)
-    spread = tracking.length_unit(spread, verts, nv, order)
     n_tot = jnp.where(jnp.isinf(tracking.memory(state)), (state.n_seen + int(store)).astype(dt), jnp.sum(w))
     obs = Observation(u, vidx, verts, nv, hx, hD, x_col, row_seg, minima, tpar, valid, w,
                       n_tot, sigma2, cap, spread, prm_t, order)
     rows = history.Rows(hx, hr, state.hist_t, he, state.sorted_r, state.sorted_e)
-    return obs, rows, r_u, e_u
+    return obs, rows, r_u, e_u, r_x
 
 
 def _choose(c: Candidates, dl, draws: Draws, obs: Observation, prm: Params, config: Config):
@@ -383,14 +390,14 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     dt = prm.delta.dtype
     C = n_candidates(W)
     draws = _ops.materialize(_draw(key, V - 1, C, global_moves.n_global(config.global_moves, V), prm.epsilon, dt))
-    obs, rows, r_u, e_u = _observe(state, u, config, store)
+    obs, rows, r_u, e_u, r_x = _observe(state, u, config, store)
     win = _ops.materialize(choose_window(draws, obs, W, config.explore_steps))
     c = _ops.materialize(make_candidates(win, obs, prm.delta, W))
     dl = score_candidates(c, win, obs)
     winner, obj, pr, feasible = _choose(c, dl, draws, obs, obs.params, config)
     n_seen = state.n_seen + int(store)
     slot = history.reservoir_slot(draws.reservoir, n_seen, state.n_stored, H, store, tracking.memory(state))
-    memory, drift = tracking.follow_drift(state, obs, r_u) if store else (state.memory, state.drift)
+    memory, drift = tracking.follow_drift(state, obs, r_x) if store else (state.memory, state.drift)
     won = global_moves.Contest(obj[winner], cache.local_move(c, win, winner, obs.vidx, obs.nv),
                                winner_rows(c, winner, obs.hx), c.move[winner])
     if V >= 3:  # a line of one segment has no global move

@@ -1,44 +1,31 @@
 """slpc's objective: numeric parameters, the paper's constants, the noise price.
 
 The paper's objective at round t is ``Σ_{s≤t} Δ(f, x_s) + (h(f) − z_f)/η_t``
-with h(f) = c1·K + c2·ℓ + c3 and η_t from Theorem 2. h/η_t is in the data's
-units (not their square) and measured from the origin, so the same stream in
-other units gives another curve, and with any fixed multipliers the curve
+with h(f) = c1·K + c2·ℓ + c3 and η_t from Theorem 2 (``penalty="theory"``).
+It is in the data's units and measured from the origin, so the same stream
+in other units gives another curve, and with fixed multipliers the curve
 either never grows or interpolates some streams.
 
-jaxstream's default objective works in *standardised* units (centre = mean
-of the initial points, one isotropic scale = their RMS distance to it) and
-prices complexity against the noise level that the history holds:
+The default objective works in standardised units (centre = mean of the
+initial points, one isotropic scale = their RMS distance to it) and prices
+complexity against the noise level σ̂² the history holds:
 
-    Σ_w Δ(f, x) + σ̂²·( h_scale·d·log(n)·K(f) + length_scale·n·ℓ(f) − z_scale·z_f )
+    Σ_w min(Δ(f, x), cap) + σ̂²·( h_scale·d·log(n)·K(f) + length_scale·n·ℓ(f)/s − z_scale·z_f )
 
-with σ̂² the per-coordinate noise variance estimated from the median
-prequential squared residual of the history — each point's distance to the
-line before the line learned it (residuals of a curve in R^d with noise σ²
-are σ²·χ²_{d−1}; see `learner._noise_level`). The K term is BIC's price of d
-free coordinates per vertex, σ̂²·log n each. The length term charges every
-point σ̂²·length_scale per unit of length, measured in the data's current
-spread or, on a stream arriving in order, a third of the current line's
-length, whichever is larger (`tracking.length_unit`: the points per unit of a
-long line are what a unit of length can gain, and a trace that advances keeps a constant price per
-unit of its own extent): without it a line
-that runs several times through a noise band (a fold) lowers the loss by a
-fraction of it and wins once n is large; extending a line into data costs
-length too, but that gain is first order in the covered points. The
-perturbation is measured in units of σ̂². Every term is a squared distance,
-so the objective is equivariant by construction, and a vertex is added only
-when it lowers the residual by more than ≈ d·log(n) noise variances:
-structure, not noise.
+with s the data's current spread (`tracking.extent`). The K term is BIC's
+price of d free coordinates per vertex. The length term charges every point
+σ̂²·length_scale per spread of line: a second pass of the line through a
+band of points (a fold) gains a fraction of σ̂² on each point near it and
+does not pay, while extending the line into data gains a squared distance on
+every point it reaches. σ̂² is the scatter along the line
+(`history.noise_level`), so a vertex is added only when it explains
+structure, not noise. Every term is a squared distance: the objective is
+equivariant by construction.
 
-One point's loss in the objective is capped at κ·max(d − 1, 1)·σ̂²
-(κ = ``outlier_scale``): noise Gaussian near the curve plus a flat
-background of outliers. With the plain squared distance an isolated point at
-distance D pays for any stretch of curve whose price is below D² — and the
-length price is linear in the stretch — so the curve runs chords across
-empty regions to single events (the seismic stream: 79–114° of curve more
-than 3° from every event, over 5 keys). Capped, a stretch of curve must be
-paid for by several points it brings close. ``penalty="theory"`` restores the paper's
-(h_scale·h(f) − z_scale·z)/η_t with c0…c3 computed in standardised units.
+One point's loss is capped at κ·max(d − 1, 1)·σ̂² (κ = ``outlier_scale``,
+`loss_cap`): noise Gaussian near the curve plus a flat background of
+outliers, so that a stretch of curve must be paid for by several points it
+brings close, not by one outlier or one lone event.
 """
 from __future__ import annotations
 
@@ -71,9 +58,8 @@ class Params(NamedTuple):
       h_scale: multiplier on the segment price (noise pricing: in units of
         σ̂²·d·log n; theory: on h(f)); > 0.
       length_scale: multiplier on the length price, σ̂²·n per unit of
-        length measured in the data's current spread (on streams arriving
-        in order, max(spread, ℓ(f̂)/3): `tracking.length_unit`) (noise
-        pricing only); ≥ 0.
+        length measured in the data's current spread (noise pricing only);
+        ≥ 0.
       eta_scale: multiplier on η_t (``penalty="theory"`` only); > 0.
       z_scale: multiplier on the Exp(1) perturbations (0: deterministic
         follow-the-penalised-leader); ≥ 0.
@@ -99,26 +85,11 @@ class Params(NamedTuple):
     memory: Array
 
 
-# How the defaults were chosen (figures: benchmarks/README.md, "slpc
-# defaults"). h_scale 0.5 (half of BIC's price per vertex) and the loss cap
-# κ = 400 were calibrated on stationary streams (cubic and Table 2 seeds
-# 100-104, a noisy line, a circle, the seismic stream). The length price
-# was 2 per unit of the *initial* points' spread; measured in the data's
-# current spread, 0.3 lets a trace arriving in order grow its line as it
-# advances (a commute-like route: 2.0× the nearest-past-point predictor,
-# against 5.2× at 2 and 2.7× at 0.5, seeds 100-103) and lowers every
-# stationary loss (cubic, Table 2, helix, a circle), at the price of more
-# detours to isolated events on the seismic stream (final R² 0.9995 instead
-# of 0.9918; more curve length far from every event). κ = 400 is kept: at
-# 100 a sparse real trace (the ferry) loses 14×. Since 2026-11-26, on streams
-# arriving in order (`history.arrival_order`), the unit is max(spread, ℓ(f̂)/3)
-# (`tracking.length_unit`) and the curve-free noise proxy is read across a
-# quadratic fit in time (`history.curve_free_residual`, since 2026-11-28), at
-# the same 0.3.
+# How the defaults were chosen: benchmarks/README.md ("slpc defaults", "A curve that describes the stream").
 DEFAULT_H_SCALE = 0.5
 DEFAULT_LENGTH_SCALE = 0.3
 DEFAULT_DELTA = 0.01
-DEFAULT_OUTLIER_SCALE = 400.0
+DEFAULT_OUTLIER_SCALE = 36.0
 
 
 def default_params(*, delta=DEFAULT_DELTA, R=0.0, L=0.0, h_scale=DEFAULT_H_SCALE,
@@ -195,7 +166,7 @@ def theory_price(n_segments, length, z, t, p: int, d: int, params: Params) -> Ar
 
 def price(penalty: str, n_segments, length, z, sigma2, n, p: int, d: int, params: Params, spread=1.0) -> Array:
     """The price minus the perturbation of candidate lines: `noise_price` for
-    ``penalty="noise"`` (lengths in units of `spread`, `tracking.length_unit`),
+    ``penalty="noise"`` (lengths in units of `spread`, the data's current spread),
     `theory_price` (with t = n) for ``"theory"``."""
     if penalty == "noise":
         return noise_price(n_segments, length / spread, z, sigma2, n, d, params)

@@ -64,7 +64,7 @@ from .types import Observation, State
 
 Array = jax.Array
 
-__all__ = ["extent", "length_unit", "LINE_PER_UNIT", "DRIFT_FAR", "remember", "memory", "row_weights", "drift_offset",
+__all__ = ["extent", "DRIFT_FAR", "remember", "memory", "row_weights", "drift_offset",
            "offset_fit", "across", "DRIFT_RIDGE", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH", "DRIFT_FACTOR",
            "DRIFT_MIN_OLD", "DRIFT_SPAN", "MEMORY_SHRINK", "MEMORY_MIN"]
 
@@ -76,7 +76,6 @@ DRIFT_SPAN = 0.2
 MEMORY_SHRINK = 0.9
 MEMORY_MIN = 30.0
 DRIFT_FAR = 25.0
-LINE_PER_UNIT = 3.0
 DRIFT_RIDGE = 1e-6
 
 
@@ -105,36 +104,6 @@ def extent(hx, valid, verts, nv, prm: Params, p: int):
     L = jnp.where(prm.L > 0, prm.L, jnp.maximum(0.1 * p * d * R, 2.0 * geometry.polyline_length(verts, nv)))
     spread = jnp.maximum(spread, prm.delta)
     return _ops.materialize((spread, prm._replace(R=R, L=L)))
-
-
-def length_unit(spread, verts, nv, order=1.0):
-    """The unit the length price is measured in: max(spread, order·ℓ(f̂)/LINE_PER_UNIT).
-
-    The length price stops folds: a second pass of the line through a noise
-    band gains a fraction of σ̂² on each point near it, so a unit of length
-    must cost what the points along a unit of the line can gain, σ̂²·n/ℓ(f̂)
-    at the line's mean density. On a compact curve ℓ(f̂) is a few spreads
-    and the data's spread stands in for it; a long trace (a route, a lap of
-    a loop) spreads its n points over a line many spreads long, and a price
-    per spread charged every extension of the line's end into new ground as
-    if all n points lay there (the end lagged the trace by ~√n steps).
-    Only on streams arriving in order (``order``, `history.arrival_order`):
-    points i.i.d. along a long curve (the seismic arc) are already spread
-    along it, and a cheaper length there bought folds and detours to lone
-    events.
-    LINE_PER_UNIT = 3 was chosen on seeds 100-123 of the moving families;
-    streams in random order (cubic, Table 2, helix, seismic) have order 0
-    on every round and are learned as before (benchmarks/README.md).
-
-    Args:
-      spread: () the objective's points' RMS distance to their mean (`extent`).
-      verts: (V, d) the line's vertices; nv: their number.
-      order: () in [0, 1], the arrival-order weight (0: the spread alone).
-
-    Returns:
-      () the unit, ≥ spread.
-    """
-    return jnp.maximum(spread, order * geometry.polyline_length(verts, nv) / LINE_PER_UNIT)
 
 
 def remember(recent, u, n_seen):

@@ -184,9 +184,7 @@ class Observation(NamedTuple):
       n_tot: the number of points the objective stands for.
       sigma2: σ̂²; cap: the largest loss one point adds to the objective.
       spread: the unit the length price is measured in: the RMS distance of the
-        objective's points to their mean (the data's current scale), or, on a
-        stream arriving in order, a third of the line's length if that is
-        larger (`tracking.length_unit`).
+        objective's points to their mean (the data's current scale, `tracking.extent`).
       params: the round's `Params`, with R and L resolved from the data seen so far.
       order: in [0, 1], how much the recent points arrived in order along a
         trace (`jaxstream.curves.history.arrival_order`).
