@@ -59,13 +59,13 @@ from ._loops import static_trip_counts
 
 Array = jax.Array
 
-__all__ = ["stream_loss", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
+__all__ = ["stream_loss", "size_penalty", "smoothed_grad", "gaussian_smoothing_grad", "GradEstimate", "tune", "TuneResult",
            "refine_embedding", "RefineEmbeddingResult", "log_bounds",
            "expected_loss"]
 
 
 def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: int = 20,
-                reverse_mode: bool = True) -> Array:
+                reverse_mode: bool = True, penalty: Callable | None = None) -> Array:
     """Total prequential loss of one stream: init on ``xs[:n_init]``, learn the rest.
 
     A pure function of ``xs`` (T, d) and ``params`` (the learner's params
@@ -84,17 +84,50 @@ def stream_loss(learner: StreamLearner, key, xs: Array, params=None, *, n_init: 
         ``jax.grad`` can differentiate. Same values either way; False is
         faster for forward mode and under `vmap`, where the static form runs
         every iteration of those loops.
+      penalty: optional ``penalty(final_state) -> ()`` added to the loss: a
+        price on the summary itself, in the loss's units (e.g. slpc's
+        `size_penalty`), so that a tuner cannot buy loss with a folded,
+        many-segment curve.
 
     Returns:
-      () the sum over rounds t >= n_init of the loss of the summary before x_t.
+      () the sum over rounds t >= n_init of the loss of the summary before
+      x_t (plus ``penalty`` of the final state).
     """
     if reverse_mode:
         with static_trip_counts():
-            return stream_loss(learner, key, xs, params, n_init=n_init, reverse_mode=False)
+            return stream_loss(learner, key, xs, params, n_init=n_init, reverse_mode=False, penalty=penalty)
     params = learner.params if params is None else params
     state = learner.init(key, xs[:n_init], params)
-    _, losses = _scan_stream(learner.update, key, xs[n_init:], state, None, _trace_loss, 0, all_valid=True)
-    return jnp.sum(losses)
+    final, losses = _scan_stream(learner.update, key, xs[n_init:], state, None, _trace_loss, 0, all_valid=True)
+    total = jnp.sum(losses)
+    return total if penalty is None else total + penalty(final)
+
+
+class size_penalty(NamedTuple):
+    """A price on an slpc curve's size for `stream_loss`, `smoothed_grad` and `tune`.
+
+    Called on a final state it returns ``per_segment·K + per_length·ℓ`` (K
+    segments, length ℓ in the data's units). A tuner that minimises the
+    prequential loss alone buys loss with segments: folds through the band of
+    points predict the next point well and misdraw the data. The loss is a
+    sum of squared distances over the stream, so the natural unit of
+    ``per_segment`` is a few noise variances times log T (BIC's price of a
+    vertex), and of ``per_length`` the noise variance times the points per
+    unit of length. Equal arguments give equal (hashable) penalties, so
+    `smoothed_grad` compiles once for them.
+
+    Attributes:
+      per_segment: price of one segment (the loss's units).
+      per_length: price of one unit of length (the loss's units per data unit).
+    """
+
+    per_segment: float = 0.0
+    per_length: float = 0.0
+
+    def __call__(self, state) -> Array:
+        from .geometry import polyline_length
+        K = (state.n_vertices - 1).astype(state.scale.dtype)
+        return self.per_segment * K + self.per_length * polyline_length(state.vertices, state.n_vertices)
 
 
 class GradEstimate(NamedTuple):
@@ -166,7 +199,8 @@ def log_bounds(learner: StreamLearner, names: Sequence[str]) -> tuple:
 
 
 def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
-                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> GradEstimate:
+                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20,
+                  penalty: Callable | None = None) -> GradEstimate:
     """Estimate of ∇ J_σ w.r.t. the logs of the hyper-parameters `names`.
 
     ``J_σ(θ) = E_z[ mean_i L_i(exp(θ + σz)) ]`` where L_i is `stream_loss` of
@@ -187,17 +221,40 @@ def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tu
       sigma: smoothing scale in log units.
       n_pairs: antithetic pairs.
       n_init: points each stream's summary is initialised on.
+      penalty: optional ``penalty(final_state, i) -> ()`` added to the loss of
+        a run on ``streams[i]`` (i traced: index your own per-stream data
+        with it, e.g. a known true curve for `jaxstream.curves.shape`), or
+        ``penalty(final_state)``; see `stream_loss` and `size_penalty`.
 
     Returns:
       `GradEstimate` (gradient w.r.t. log θ).
     """
     run = _smoothed_grad_fn(learner.init, learner.update, tuple(names), float(sigma), int(n_pairs), int(n_init),
-                            log_bounds(learner, names))
+                            log_bounds(learner, names), _indexed(penalty))
     return run(key, jnp.asarray(streams), params, jnp.asarray(log_theta))
 
 
+def _indexed(penalty):
+    """``penalty(state, i)`` from a penalty of (state, i) or of the state alone (None stays None)."""
+    if penalty is None:
+        return None
+    import inspect
+    try:
+        n_args = len(inspect.signature(penalty).parameters)
+    except (TypeError, ValueError):
+        n_args = 2
+    return penalty if n_args >= 2 else _StateOnly(penalty)
+
+
+class _StateOnly(NamedTuple):
+    fn: Callable
+
+    def __call__(self, state, i):
+        return self.fn(state)
+
+
 @functools.lru_cache(maxsize=64)
-def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None):
+def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None, penalty=None):
     learner = StreamLearner(init, update, None, None, None, None)
 
     @jax.jit
@@ -207,16 +264,21 @@ def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None):
         def f(lt, k):
             # Pair i's stream: round robin over the given streams (same in both members).
             i = jax.random.randint(jax.random.fold_in(k, 7), (), 0, S)
+            pen = None if penalty is None else functools.partial(_call_at, penalty, i)
             return stream_loss(learner, k, streams[i], _with_log_params(params, names, lt, bounds), n_init=n_init,
-                               reverse_mode=False)
+                               reverse_mode=False, penalty=pen)
 
         return gaussian_smoothing_grad(f, log_theta, key, sigma=sigma, n_pairs=n_pairs)
 
     return run
 
 
+def _call_at(penalty, i, state):
+    return penalty(state, i)
+
+
 def expected_loss(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
-                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> Array:
+                  sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20, penalty: Callable | None = None) -> Array:
     """The smoothed expected loss J_σ(θ) as a function whose derivative is `smoothed_grad`'s estimate.
 
     Returns the Monte Carlo estimate of J_σ at ``log_theta`` (the mean over
@@ -237,10 +299,11 @@ def expected_loss(learner: StreamLearner, key, streams: Array, params, names: tu
     @jax.custom_vjp
     def f(lt):
         return smoothed_grad(learner, key, streams, params, names, lt, sigma=sigma, n_pairs=n_pairs,
-                             n_init=n_init).value
+                             n_init=n_init, penalty=penalty).value
 
     def fwd(lt):
-        est = smoothed_grad(learner, key, streams, params, names, lt, sigma=sigma, n_pairs=n_pairs, n_init=n_init)
+        est = smoothed_grad(learner, key, streams, params, names, lt, sigma=sigma, n_pairs=n_pairs, n_init=n_init,
+                            penalty=penalty)
         return est.value, est.grad
 
     def bwd(grad, g):
@@ -267,7 +330,8 @@ class TuneResult(NamedTuple):
 
 
 def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=None, optimizer=None,
-         steps: int = 20, sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20) -> TuneResult:
+         steps: int = 20, sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20,
+         penalty: Callable | None = None) -> TuneResult:
     """Tune positive hyper-parameters by the smoothed-gradient estimator and an optax optimiser.
 
     Minimises J_σ(θ) (see `smoothed_grad`) over θ = log of `names`, one
@@ -285,6 +349,10 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
       params: starting params (default ``learner.params``).
       optimizer: an ``optax.GradientTransformation`` (default ``optax.adam(0.1)``).
       steps, sigma, n_pairs, n_init: see `smoothed_grad`.
+      penalty: a price on each run's final summary added to its loss (see
+        `smoothed_grad`; for slpc, `size_penalty` prices segments and
+        length): the prequential loss alone can be bought with a folded,
+        many-segment curve.
 
     Returns:
       `TuneResult`.
@@ -302,7 +370,7 @@ def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=N
     its, losses, ses = [lt], [], []
     for s in range(steps):
         est = smoothed_grad(learner, jax.random.fold_in(key, s), streams, params, names, lt,
-                            sigma=sigma, n_pairs=n_pairs, n_init=n_init)
+                            sigma=sigma, n_pairs=n_pairs, n_init=n_init, penalty=penalty)
         upd, state = opt.update(est.grad, state, lt)
         lt = optax.apply_updates(lt, upd)
         lt = jnp.clip(lt, lo, hi)  # projected onto the valid ranges

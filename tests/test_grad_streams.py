@@ -178,7 +178,7 @@ def test_smoothed_grad_compiles_once():
     learner = js.slpc(max_segments=6, history_size=32)
     streams = _cubic(2, 30)
     names = ("h_scale",)
-    fn = D._smoothed_grad_fn(learner.init, learner.update, names, 0.2, 4, 20, D.log_bounds(learner, names))
+    fn = D._smoothed_grad_fn(learner.init, learner.update, names, 0.2, 4, 20, D.log_bounds(learner, names), None)
     for s in range(3):
         D.smoothed_grad(learner, jax.random.key(s), streams, learner.params, names, jnp.array([s * 0.1]),
                         n_pairs=4)
@@ -245,6 +245,40 @@ def test_tune_improves_held_out_loss():
     keys = jax.random.split(jax.random.key(5), 16)
     diff = ev(test, keys, r.params) - ev(test, keys, p0)      # paired: same streams and keys
     assert float(diff.mean()) < -2 * float(diff.std(ddof=1) / np.sqrt(16)), diff
+
+
+def test_size_penalty_adds_the_final_curves_price():
+    """`stream_loss` with `size_penalty(a, b)` is the plain loss plus a·K + b·ℓ of the final curve
+    (K and ℓ from `run_stream`'s final state, in NumPy); equal arguments give equal penalties."""
+    learner = js.slpc(max_segments=8, history_size=32)
+    xs = _cubic(1, 60)[0]
+    pen = D.size_penalty(per_segment=2.0, per_length=0.7)
+    assert pen == D.size_penalty(2.0, 0.7) and hash(pen) == hash(D.size_penalty(2.0, 0.7))
+    plain = D.stream_loss(learner, KEY, xs, reverse_mode=False)
+    priced = D.stream_loss(learner, KEY, xs, reverse_mode=False, penalty=pen)
+    s, _ = js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))
+    v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)
+    want = 2.0 * (len(v) - 1) + 0.7 * np.linalg.norm(np.diff(v, axis=0), axis=1).sum()
+    np.testing.assert_allclose(float(priced - plain), want, rtol=1e-9)
+
+
+def test_smoothed_grad_penalty_of_the_state_or_of_the_stream_index():
+    """A penalty of (state, i) sees the stream index of each run: a constant adds itself to the
+    value and nothing to the gradient; a penalty of the state alone is accepted as such."""
+    learner = js.slpc(max_segments=6, history_size=32)
+    streams, names, lt = _cubic(2, 30), ("h_scale",), jnp.log(jnp.array([0.5]))
+    base = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, n_pairs=4)
+    const = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, n_pairs=4,
+                            penalty=lambda s, i: 5.0 + 0.0 * i)
+    np.testing.assert_allclose(float(const.value - base.value), 5.0, rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(const.grad), np.asarray(base.grad), atol=1e-9)
+    by_index = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, n_pairs=4,
+                               penalty=lambda s, i: 100.0 * i)
+    extra = float(by_index.value - base.value) / 12.5  # 8 runs, each on stream 0 or 1: a multiple of 100/8
+    assert 0 <= round(extra) <= 8 and abs(extra - round(extra)) < 1e-9, extra
+    state_only = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, n_pairs=4,
+                                 penalty=D.size_penalty(per_segment=1.0))
+    assert float(state_only.value) > float(base.value)
 
 
 def test_refine_embedding_lowers_stress_of_lmds():
