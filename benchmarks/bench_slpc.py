@@ -1,56 +1,22 @@
-"""slpc benchmarks: quality against the paper, baselines and ground truth; equivariance; speed.
+"""slpc benchmarks: quality against the paper and baselines, the curve's shape, equivariance, speed.
 
-Quality (prequential cumulative loss Σ Δ(f̂_t, x_t) over rounds t0+1..T, t0 = 20,
-mean (sd) over seeds; every stream with its ground truth and the trivial
-nearest-past-point baseline, and with --princurve the sequential
-Hastie–Stuetzle baseline refitted every round):
-  * cubic (T=500, seeds 0-9): paper slpc 20.83 (3.23), princurve 26.02, truth 2.48;
-  * Table 2 (6-D, T=200, seeds 0-9): paper slpc 6.797 (0.409), princurve 14.204, truth 3.29;
-  * helix (3-D, 1.5 turns, T=400, seeds 0-9): target ≤ 3× the truth;
-  * seismic box (194 events): segments and final-curve R² (paper 0.990), picture;
-  * scale sweep: the cubic stream ×0.01 … ×1000 and shifted: segments and
-    loss / scale² must not move (equivariance).
-The round is exact (dense, no truncation), so there is no truncation count.
-Speed: one stream T=500/5000 (compile apart from steady state), the round's
-FLOPs and bytes from XLA's cost analysis, run_streams for B=1 and B=128 in
-the same run (stream-updates/s).
+* Paper streams (prequential loss over rounds t0+1..T, t0 = 20, mean (sd) over seeds, beside
+  the ground truth, the nearest-past-point baseline and, with --princurve, the sequential
+  Hastie–Stuetzle baseline): the cubic stream (T=500), Table 2 (6-D, T=200), a 3-D helix
+  (T=400); the seismic box (final-curve R², segments, curve length farther than 3° from every
+  event, beside a hand-drawn plate-boundary curve); a scale sweep (equivariance).
+* Curve families (`datasets.CURVE_FAMILIES`, held-out seeds, mean ± 95 % half-width): the
+  prequential loss over the noise energy and the final curve's shape (`jaxstream.curves.shape`:
+  fidelity, coverage, length ratio, segments) with the share of streams meeting the targets;
+  the ferry's length, segments and distance off its pier-to-pier line.
+* Speed: one stream T=500/5000 (compile apart from steady state), the round's FLOPs and bytes
+  from XLA's cost analysis, run_streams for B=1 and B=128 in the same run.
+* --noise: the two noise statistics against the noise's true sd on streams that move.
 
-Measured 2026-11-23 (code 962988a: global_moves 8, loss cap outlier_scale
-400, h_scale 0.5; 2-core CPU, quality with another job sharing it; the
-quality figures are the same, seed for seed, on b685565):
-  * cubic T=500: 8.05 (3.43), segments 8-11; Table 2: 6.54 (2.21) (target
-    6.8 met); helix: 4.88 = 2.52× truth (the nearest-past-point baseline is
-    4.42 on this stream); seismic: R² 0.9918 (min 0.9908), 13-18 segments,
-    curve length > 3° from every event 44/61/42/42/41° over 5 keys (was
-    79-114° before the loss cap; hand-drawn plate-boundary curve 39°): the
-    chords left are the jump from the Marianas to New Guinea, the segment to
-    the lone event at 131°E 29°N, the southern end to 141°E 53°S, and on 1
-    key of 5 a spike to the single event at 146°E 21°S; scale sweep: loss/a²
-    9.64-9.72, segments 8-11. (With every deletion and reversal scored each
-    round, code 9ac3508: cubic 7.62 (3.28), Table 2 6.52, helix 2.49×,
-    seismic 62/48/43/61/41°; the random streams differ as well.)
-  * speed, 2026-11-24, code b685565 (the cache's rows stay put, scalars
-    pinned, row minima in passes of at most three operations per entry, so
-    XLA:CPU keeps them on one thread), the machine otherwise idle (its speed
-    drifts by up to 1.5x from run to run: compare within a run): one stream
-    T=5000 0.382 s (77 us/round; target 0.4 s), global_moves=None 0.59 s;
-    1.83 MFLOP and 1.53 MB per round, 14% of the machine's 181 GFLOP/s
-    (f32 matrix product); run_streams T=1000: B=1 12,461, B=128 19,966
-    stream-updates/s (1.60x; target 4x): at B=128 a stream-round takes
-    ~50 us against ~57 us for its 1.53 MB read at the machine's ~27 GB/s,
-    the batch is bound by memory traffic. In one interleaved run against
-    877b472 (row minima passes of up to five operations, split over two
-    threads): one stream 79.9 against 100.1 us/round, B=16 44.6 against
-    42.5 and B=128 49.9 against 48.5 us per stream-round.
-    Earlier: cde53f4 T=5000 0.50 s, B=128 1.91x B=1 (18,986 against
-    9,916); session 18 (badb263) T=5000 0.75-1.05 s, B=1 3,786, B=128 5,056.
+Figures, their machine and date: benchmarks/README.md.
 
-Noise level (--noise, alone): the two statistics σ̂ is the smaller of, against the noise's true sd, on a
-stationary stream and on streams that move (2026-11-26: on routes in order the curve-free one read
-about half the sd; since 2026-11-28 it is read across a quadratic fit in time there and reads
-0.96-1.00 of it after 100 points; benchmarks/README.md).
-
-Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-speed] [--plot seismic.png] [--noise]
+Usage: python benchmarks/bench_slpc.py [--princurve] [--skip-quality] [--skip-families] [--skip-speed]
+       [--family-seeds A B] [--families NAME ...] [--plot seismic.png] [--noise]
 """
 import argparse
 import platform
@@ -198,74 +164,69 @@ def _ci(v):
     return v.mean(), 1.96 * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
 
 
-def _noise_energy(gen, seed, **kw):
-    """(xs, Σ_t ‖x_t − c_t‖² over rounds t0+1…): c_t the noise-free point that generated x_t."""
-    xs = gen(seed=seed, **kw)
-    clean = gen(seed=seed, **dict(kw, noise=0.0))
-    return xs, float(((xs - clean)[20:] ** 2).sum())
+DRIFTING = ("drift", "drift_rotating")
 
 
-def _npp(gen, seed, **kw):
-    xs = gen(seed=seed, **kw)
-    return xs, float(datasets.nearest_past_point_loss(xs, 20).sum())
+def shape_targets(r, drifting=False):
+    """(n,) bool: the streams meeting issue 52's shape targets (len in [0.9, 1.15], fid and cov
+    ≤ 1σ; drifting sources: len in [0.85, 1.2], fid ≤ 1.5σ)."""
+    if drifting:
+        return (r["len"] >= 0.85) & (r["len"] <= 1.2) & (r["fid"] <= 1.5)
+    return (r["len"] >= 0.9) & (r["len"] <= 1.15) & (r["fid"] <= 1.0) & (r["cov"] <= 1.0)
 
 
-MOVING = [
-    # name, generator(seed) -> (xs, reference), reference name, target ratio
-    ("route (5 legs, in order, t3 noise, T=600)", lambda s: _npp(datasets.make_route_stream, s, n=600),
-     "nearest past point", 2.0),
-    ("route (8 legs, in order, Gaussian, T=900)",
-     lambda s: _npp(datasets.make_route_stream, s, n=900, n_legs=8, heavy_tailed=False), "nearest past point", 2.0),
-    ("rounded-rectangle loop (in order, 1.5 laps, T=600)",
-     lambda s: _npp(datasets.make_loop_stream, s, n=600, shape="rounded_rectangle", n_laps=1.5),
-     "nearest past point", 2.0),
-    ("sine arc drifting +3 in y (T=1000)", lambda s: _noise_energy(datasets.make_drifting_curve_stream, s),
-     "noise energy", 2.0),
-    ("sine arc drifting +2 in x, rotating 45° (T=1500)",
-     lambda s: _noise_energy(datasets.make_drifting_curve_stream, s, n=1500, shift=(2.0, 0.0), rotation=np.pi / 4),
-     "noise energy", 2.0),
-    ("circle r=3 (i.i.d. angles, T=1000)",
-     lambda s: _noise_energy(datasets.make_loop_stream, s, n=1000, ordered=False, radius=3.0, noise=0.077),
-     "noise energy", 1.5),
-    ("circle r=1 (in order, 2 laps, T=600)", lambda s: _noise_energy(datasets.make_loop_stream, s, n=600),
-     "noise energy", 1.5),
-]
-
-
-def moving(learner, args):
-    """Streams that move, on held-out seeds (the defaults were chosen on seeds 100-103 of
-    the first route, the first drift, the circle and the ordered circle; the other
-    families were never looked at): the prequential loss against its reference, the
-    final line's R² on all points, segments, and the automatic memory at the end."""
-    seeds = list(range(args.moving_seeds))
-    print(f"== streams that move: seeds 0-{seeds[-1]} (mean ± 95% half-width)")
-    for name, gen, ref_name, target in MOVING:
-        data = [gen(s) for s in seeds]
-        t = time.perf_counter()
-        fin, info = run_batch(learner, [x for x, _ in data])
-        el = time.perf_counter() - t
-        loss = np.asarray(info.loss, np.float64).sum(1)
-        ratio = loss / np.array([r for _, r in data])
-        r2 = []
-        for b, (x, _) in enumerate(data):
-            s = jax.tree_util.tree_map(lambda a: a[b], fin)
-            d2 = np.asarray(geometry.polyline_sq_dist(jnp.asarray(x, jnp.float32), s.vertices, s.n_vertices),
-                            np.float64)
-            r2.append(1 - d2.sum() / ((x - x.mean(0)) ** 2).sum())
-        m, h = _ci(ratio)
-        # the memory in force: the user's (params.memory) unless automatic (NaN), then the state's
-        user = np.asarray(fin.params.memory)
-        mem = np.where(np.isnan(user), np.asarray(fin.memory), user)
-        print(f"  {name}: loss/{ref_name} {m:.2f} ± {h:.2f} (max {ratio.max():.2f}; ≤ {target} in "
-              f"{(ratio <= target).mean():.0%}) [target ≤ {target}]; final R² {np.mean(r2):.4f} (min {np.min(r2):.4f}); "
-              f"segments {np.mean(np.asarray(fin.n_vertices) - 1):.1f}; memory at the end: unlimited in "
-              f"{np.isinf(mem).mean():.0%}, median {np.median(mem):.0f} [{el:.0f}s]")
-    x = datasets.load_trace()
-    fin, info = run_batch(learner, [x] * 5)
+def family_figures(learner, name, seeds, n=1000, t0=20):
+    """One family over seeds (batched): per stream the prequential loss over the noise energy, and
+    the final curve's fidelity and coverage in σ, length ratio and segments (`curves.shape`); for
+    a drifting source the curve judged is the line moved by `drift_offset` (where it predicts the
+    source to be now) against the last round's curve."""
+    from jaxstream.curves import shape
+    from jaxstream.curves.learner import drift_offset
+    data = [datasets.curve_family(name, s, n) for s in seeds]
+    fin, info = run_batch(learner, [d.points for d in data], t0)
     loss = np.asarray(info.loss, np.float64).sum(1)
-    npp = float(datasets.nearest_past_point_loss(x, 20).sum())
-    print(f"  real trace (Staten Island ferry, AIS, {len(x)} points, km; 5 keys): loss/nearest past point "
-          f"{(loss / npp).mean():.2f} (max {(loss / npp).max():.2f}) [target ≤ 2]")
+    energy = np.array([((d.points - d.clean)[t0:] ** 2).sum() for d in data])
+    moved = jax.vmap(drift_offset)(fin) if name in DRIFTING else jnp.zeros_like(fin.centre)
+    m = jax.vmap(lambda v, k, ref: shape.shape_measures(v, k, ref))(
+        fin.vertices + moved[:, None], fin.n_vertices, jnp.asarray(np.stack([d.curve for d in data]), jnp.float32))
+    sig = np.array([d.noise for d in data])
+    return dict(ratio=loss / energy, fid=np.asarray(m.fidelity) / sig, cov=np.asarray(m.coverage) / sig,
+                len=np.asarray(m.length_ratio), seg=np.asarray(m.n_segments))
+
+
+def families(learner, args):
+    """Every curve family (`datasets.CURVE_FAMILIES`) on seeds the defaults were not chosen on:
+    the prequential loss against the noise energy, and the final curve's shape (mean ± 95 %
+    half-width; the share of streams meeting the shape targets)."""
+    seeds = list(range(args.family_seeds[0], args.family_seeds[1]))
+    print(f"== curve families: seeds {seeds[0]}-{seeds[-1]}, T={args.family_T} (mean ± 95% half-width; "
+          f"fid, cov in σ; targets: len in [0.9, 1.15], fid, cov ≤ 1σ; drifting: len in [0.85, 1.2], fid ≤ 1.5σ; "
+          f"loss ≤ 2× the noise energy on moving families)")
+    for name in args.families or datasets.CURVE_FAMILIES:
+        t = time.perf_counter()
+        r = family_figures(learner, name, seeds, args.family_T)
+        ok = shape_targets(r, name in DRIFTING)
+        c = {k: _ci(v) for k, v in r.items()}
+        print(f"  {name:20s} loss/noise energy {c['ratio'][0]:.2f} ± {c['ratio'][1]:.2f} (max {r['ratio'].max():.2f}); "
+              f"fid {c['fid'][0]:.2f} ± {c['fid'][1]:.2f} (max {r['fid'].max():.2f}); cov {c['cov'][0]:.2f} ± "
+              f"{c['cov'][1]:.2f}; len {c['len'][0]:.2f} ± {c['len'][1]:.2f} [{r['len'].min():.2f}, "
+              f"{r['len'].max():.2f}]; segments {r['seg'].mean():.1f}; targets met {ok.mean():.0%} "
+              f"[{time.perf_counter() - t:.0f}s]", flush=True)
+
+
+def ferry(learner, keys=5):
+    """The ferry's trace: the curve's length, segments and RMS distance off the straight
+    pier-to-pier line (`datasets.ferry_lane`; targets ≤ 10 km, ≤ 20 segments, ≤ 300 m)."""
+    from jaxstream.curves import shape
+    x = datasets.load_trace()
+    fin, info = run_batch(learner, [x] * keys)
+    lane = jnp.asarray(datasets.ferry_lane(), jnp.float32)
+    m = jax.vmap(lambda v, k: shape.shape_measures(v, k, lane))(fin.vertices, fin.n_vertices)
+    loss = np.asarray(info.loss, np.float64).sum(1)
+    print(f"== ferry (AIS, {len(x)} points, km; {keys} keys): length {np.round(np.asarray(m.length), 1).tolist()} km, "
+          f"segments {np.asarray(m.n_segments).tolist()}, RMS off the pier-to-pier line "
+          f"{np.round(1000 * np.asarray(m.fidelity)).astype(int).tolist()} m, prequential loss "
+          f"{np.round(loss, 1).tolist()}")
 
 
 NOISE = [
@@ -383,8 +344,11 @@ def main():
     ap.add_argument("--plot", default=None, help="write the seismic curves to this PNG")
     ap.add_argument("--batches", type=int, nargs="*", default=[1, 128])
     ap.add_argument("--T-many", type=int, default=1000)
-    ap.add_argument("--skip-moving", action="store_true")
-    ap.add_argument("--moving-seeds", type=int, default=50)
+    ap.add_argument("--skip-families", action="store_true")
+    ap.add_argument("--family-seeds", type=int, nargs=2, default=[0, 50], help="seeds [a, b) of every family")
+    ap.add_argument("--family-T", type=int, default=1000)
+    ap.add_argument("--families", nargs="*", default=None, help="only these families (default: all)")
+    ap.add_argument("--quality-seeds", type=int, default=10, help="seeds of the paper streams (0..n-1)")
     ap.add_argument("--noise", action="store_true", help="only the noise-level diagnostic (moving streams)")
     args = ap.parse_args()
     dev = jax.devices()[0]
@@ -395,17 +359,20 @@ def main():
         return
     if not args.skip_quality:
         quality_stream(learner, "cubic, T=500", lambda s: datasets.make_cubic_stream(500, seed=s, return_truth=True),
-                       list(range(10)), "[paper: slpc 20.83 (3.23), princurve 26.02, truth 2.48; R princurve 18.38]",
+                       list(range(args.quality_seeds)),
+                       "[paper: slpc 20.83 (3.23), princurve 26.02, truth 2.48; R princurve 18.38]",
                        args)
         quality_stream(learner, "Table 2 (6-D), T=200", lambda s: datasets.make_table2_stream(seed=s, return_truth=True),
-                       list(range(10)), "[paper: slpc 6.797 (0.409), princurve 14.204 (R 15.10), truth 3.29]", args)
+                       list(range(args.quality_seeds)),
+                       "[paper: slpc 6.797 (0.409), princurve 14.204 (R 15.10), truth 3.29]", args)
         quality_stream(learner, "helix (3-D, 1.5 turns), T=400",
-                       lambda s: datasets.make_helix_stream(seed=s, return_truth=True), list(range(10)),
+                       lambda s: datasets.make_helix_stream(seed=s, return_truth=True), list(range(args.quality_seeds)),
                        "[target ≤ 3× truth]", args)
         seismic(learner, args)
         scale_sweep(learner)
-    if not args.skip_moving:
-        moving(learner, args)
+    if not args.skip_families:
+        families(learner, args)
+        ferry(learner)
     if not args.skip_speed:
         speed(learner, args)
 

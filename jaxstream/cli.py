@@ -327,10 +327,14 @@ def run_curve(args) -> dict:
         cumulative_loss=float(losses.sum()),
         prequential_r2=float(1 - losses.sum() / ((stream - stream.mean(0)) ** 2).sum()),
         r2=float(model.score(xs)), n_segments=model.n_segments_, seconds=seconds,
+        length=float(np.linalg.norm(np.diff(np.asarray(vertices, np.float64), axis=0), axis=1).sum()),
         vertices=np.asarray(vertices), head_path=_head_path(model), drift_offset=_drift_offset(model))
     print(f"data: {name}: {figures['n_points']} points in {figures['dim']}-D")
     print(f"slpc: {figures['n_segments']} segments after {xs.shape[0] - t0} rounds "
           f"(t0={t0} initial points) in {seconds:.2f} s (compile included)")
+    unit = " km" if "(km" in names[0] else "°" if "°" in names[0] else " (data units)"
+    print(f"curve: {figures['n_segments']} segments, length {figures['length']:.4g}{unit} "
+          f"(the data's extent: {_extent(xs):.4g}{unit} between its farthest two principal projections)")
     print(f"cumulative prequential loss: {figures['cumulative_loss']:.4g} "
           f"(mean {figures['cumulative_loss'] / max(len(losses), 1):.4g} per point)")
     print(f"prequential R^2: {figures['prequential_r2']:.4f}")
@@ -354,6 +358,15 @@ def run_curve(args) -> dict:
     if args.out and (plt := _pyplot()) is not None:
         _plot_curve(plt, xs, figures, names, args.out, name, losses)
     return figures
+
+
+def _extent(xs) -> float:
+    """The stream's extent along its first principal axis (largest minus smallest projection)."""
+    x = np.asarray(xs, np.float64)
+    c = x - x.mean(0)
+    axis = np.linalg.svd(c, full_matrices=False)[2][0]
+    p = c @ axis
+    return float(p.max() - p.min())
 
 
 def _head_path(model) -> np.ndarray:
@@ -389,7 +402,7 @@ def _plot_curve(plt, xs, figures, names, out, title, losses):
         # Hollow vertex markers: a vertex placed on a lone point must not hide it.
         pv = project(vertices)
         ax.plot(pv[:, 0], pv[:, 1], "-o", color="crimson", ms=5, mfc="none", mew=1.2, lw=1.6,
-                zorder=3, label=f"slpc curve ({figures['n_segments']} segments)")
+                zorder=3, label=f"slpc curve ({figures['n_segments']} segments, length {figures['length']:.3g})")
         if figures.get("drift_offset") is not None:
             pm = project(vertices + figures["drift_offset"])
             ax.plot(pm[:, 0], pm[:, 1], "--", color="crimson", lw=1.2, alpha=0.8, zorder=3,
