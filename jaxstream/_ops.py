@@ -48,7 +48,7 @@ from jax import lax
 
 Array = jax.Array
 
-__all__ = ["materialize", "rows_reduce", "coord_sum", "sq_dist", "segment_sq_dist", "first_argmin",
+__all__ = ["materialize", "rows_reduce", "coord_sum", "segment_sum", "sq_dist", "segment_sq_dist", "first_argmin",
            "serial_scan", "matmul", "einsum", "EXACT", "reference_ops", "TREE_ROWS", "UNROLL_COORDS",
            "UNROLL_PAIRS", "SERIAL_UNROLL_GPU"]
 
@@ -227,6 +227,29 @@ def coord_sum(a: Array) -> Array:
     if a.shape[-1] > UNROLL_COORDS:
         return _coord_sum_reference(a)
     return _dispatch(_coord_sum_cpu, _coord_sum_reference, a)
+
+
+def _segment_sum_cpu(values, ids, n):
+    ids = jnp.where((ids >= 0) & (ids < n), ids, n)  # negative indices would wrap round
+    return jnp.zeros((n,), values.dtype).at[ids].add(values, mode="drop")
+
+
+def _segment_sum_reference(values, ids, n):
+    on = jnp.arange(n)[:, None] == ids[None, :]
+    return jnp.sum(jnp.where(on, values[None, :], 0.0), 1)
+
+
+def segment_sum(values: Array, ids: Array, n: int) -> Array:
+    """(n,) the sums of ``values`` (m,) over each id in ``ids`` (m,) int (ids outside [0, n) dropped).
+
+    Reference: a dense comparison with every id, summed (no scatter: colliding
+    scatter-adds are slow on GPUs). CPU: a scatter-add, ~20× faster on
+    XLA:CPU for slpc's 513 rows and 50 segments (the dense form's column
+    sums are a strided pass). Agrees with the reference to rounding (the
+    order of the additions differs).
+    """
+    return _dispatch(lambda v, i: _segment_sum_cpu(v, i, n), lambda v, i: _segment_sum_reference(v, i, n),
+                     values, ids)
 
 
 # ---------------------------------------------------------------------------
