@@ -37,10 +37,36 @@ def np_projection(points, verts):
     return seg, pos
 
 
-def np_arc_weighted_median(values, points, w, verts):
+def np_knot_median(values, weight, candidates, knots=16):
+    """The weighted median read off sorted candidates at knots, by a loop: the weight of the values
+    at or below `knots` finite candidates evenly spaced in rank (rank round(j·(n − 1)/(knots − 1)),
+    n the finite candidates), interpolated linearly between the two consecutive knots that
+    straddle half the total weight (the first knot when it already reaches it); inf when no knot
+    reaches half or every weight is 0."""
+    values, weight = np.asarray(values, np.float64), np.asarray(weight, np.float64)
+    c = np.sort(np.asarray(candidates, np.float64))
+    n = int(np.isfinite(c).sum())
+    J = min(knots, len(c))
+    knot_vals = [c[int(np.round(j * max(n - 1, 0) / max(J - 1, 1)))] for j in range(J)]
+    half = 0.5 * weight.sum()
+    prev_v, prev_m = None, 0.0
+    for j, v in enumerate(knot_vals):
+        m = weight[values <= v].sum()
+        if m >= half * (1 - 1e-6) and half > 0:
+            if not np.isfinite(v):
+                return float("inf")
+            if j == 0:
+                return float(v)
+            frac = min(max((half - prev_m) / (m - prev_m), 0.0), 1.0) if m > prev_m else 0.0
+            return float(prev_v + frac * (v - prev_v))
+        prev_v, prev_m = v, m
+    return float("inf")
+
+
+def np_arc_weighted_median(values, points, w, verts, candidates=None):
     """The median of `values` with each point weighted by its share of the line's length
-    (w·ℓ_k / Σ w over the points inside segment k; 0 past the line's ends), the smallest value at
-    which the sorted weights reach half their total (NumPy loop)."""
+    (w·ℓ_k / Σ w over the points inside segment k; 0 past the line's ends), read off the sorted
+    `candidates` (default: the values) as `np_knot_median` does (NumPy loop)."""
     seg, pos = np_projection(points, verts)
     K = len(verts) - 1
     lengths = np.linalg.norm(np.diff(np.asarray(verts, np.float64), axis=0), axis=1)
@@ -50,6 +76,4 @@ def np_arc_weighted_median(values, points, w, verts):
     for k, a in zip(seg, along):
         total[k] += a
     weight = np.array([a * lengths[k] / total[k] if total[k] > 0 else 0.0 for k, a in zip(seg, along)])
-    order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weight[order])
-    return float(np.asarray(values, np.float64)[order][np.searchsorted(cum, 0.5 * weight.sum() * (1 - 1e-9))])
+    return np_knot_median(values, weight, values if candidates is None else candidates)

@@ -24,8 +24,8 @@ from .types import Draws, Observation
 
 Array = jax.Array
 
-MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE, MOVE_REVERSE = 0, 1, 2, 3, 4
-MOVE_NAMES = ("keep", "move", "insert", "delete", "reverse")
+MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE, MOVE_REVERSE, MOVE_SWAP = 0, 1, 2, 3, 4, 5
+MOVE_NAMES = ("keep", "move", "insert", "delete", "reverse", "swap")
 
 
 def seg_d2_points(P, A, B):

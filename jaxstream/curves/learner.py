@@ -298,10 +298,11 @@ def predict(state: State, x: Array) -> Array:
 
 def _draw(key, n_segs: int, C: int, G: int, epsilon, dt) -> Draws:
     """All of a round's randomness from one counter-mode draw (G: global moves of each kind)."""
-    u = _rng.uniforms(_rng.key_words(key), (4 + n_segs + C + 3 * G,), dt)
-    e = -jnp.log(u[4 + n_segs:])
-    return Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[4:4 + n_segs])), e[:C], e[C:C + G],
-                 e[C + G:].reshape(2, G), u[2:4])
+    S = global_moves.n_swaps(G)
+    u = _rng.uniforms(_rng.key_words(key), (5 + n_segs + S + C + 3 * G + S,), dt)
+    e = -jnp.log(u[5 + n_segs + S:])
+    return Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[5:5 + n_segs])), e[:C], e[C:C + G],
+                 e[C + G:C + 3 * G].reshape(2, G), u[2:5], u[5 + n_segs:5 + n_segs + S], e[C + 3 * G:])
 
 
 def _observe(state: State, u, config: Config, store: bool):
@@ -399,13 +400,15 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     slot = history.reservoir_slot(draws.reservoir, n_seen, state.n_stored, H, store, tracking.memory(state))
     memory, drift = tracking.follow_drift(state, obs, r_x) if store else (state.memory, state.drift)
     won = global_moves.Contest(obj[winner], cache.local_move(c, win, winner, obs.vidx, obs.nv),
-                               winner_rows(c, winner, obs.hx), c.move[winner])
+                               winner_rows(c, winner, obs.hx), c.move[winner], (), ())
     if V >= 3:  # a line of one segment has no global move
         won = global_moves.compete(draws, obs, won, obs.params, config.max_segments, config.penalty)
     new_perm, newD = cache.apply_move(won.move, obs.nv, state.seg_slot, obs.hD, won.rows, slot.row, obs.x_col)
+    for mv, row in zip(won.then, won.then_rows):  # a swap's second and third prefix reversals (else no-ops)
+        new_perm, newD = cache.apply_move(mv, won.move.nv, new_perm, newD, row[None])
     rows = history.offer(rows, slot, u, r_u, e_u, state.n_seen)
     s2 = state.scale ** 2
-    new_state = State(won.move.vidx, won.move.nv.astype(jnp.int32), rows.hist_x, newD, new_perm, rows.hist_r,
+    new_state = State(won.then[-1].vidx if won.then else won.move.vidx, won.move.nv.astype(jnp.int32), rows.hist_x, newD, new_perm, rows.hist_r,
                       rows.hist_t, rows.hist_e, tracking.remember(state.recent, u, state.n_seen) if store else state.recent,
                       rows.sorted_r, rows.sorted_e,
                       slot.n_stored.astype(jnp.int32),

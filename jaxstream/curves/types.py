@@ -166,7 +166,9 @@ class Draws(NamedTuple):
     z: Array  # (C,) Exp(1) for the local candidates
     z_del: Array  # (G,) Exp(1) for the global deletions
     z_rev: Array  # (2, G) Exp(1) for the end reversals
-    offset: Array  # (2,) uniforms in [0, 1): where the deletions' and the reversals' rotating runs start
+    offset: Array  # (3,) uniforms in [0, 1): where the deletions', reversals' and swaps' rotating runs start
+    pair: Array  # (S,) uniforms: each swap's second segment (S = `global_moves.n_swaps(G)`)
+    z_swap: Array  # (S,) Exp(1) for the swaps
 
 
 class Observation(NamedTuple):
