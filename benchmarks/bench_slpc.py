@@ -223,10 +223,10 @@ def ferry(learner, keys=5):
     lane = jnp.asarray(datasets.ferry_lane(), jnp.float32)
     m = jax.vmap(lambda v, k: shape.shape_measures(v, k, lane))(fin.vertices, fin.n_vertices)
     loss = np.asarray(info.loss, np.float64).sum(1)
-    print(f"== ferry (AIS, {len(x)} points, km; {keys} keys): length {np.round(np.asarray(m.length), 1).tolist()} km, "
-          f"segments {np.asarray(m.n_segments).tolist()}, RMS off the pier-to-pier line "
-          f"{np.round(1000 * np.asarray(m.fidelity)).astype(int).tolist()} m, prequential loss "
-          f"{np.round(loss, 1).tolist()}")
+    fmt = lambda v, f: " ".join(format(float(a), f) for a in np.asarray(v))  # noqa: E731
+    print(f"== ferry (AIS, {len(x)} points, km; {keys} keys): length {fmt(m.length, '.1f')} km; segments "
+          f"{fmt(m.n_segments, '.0f')}; RMS off the pier-to-pier line {fmt(1000 * m.fidelity, '.0f')} m; "
+          f"prequential loss {fmt(loss, '.1f')}")
 
 
 NOISE = [

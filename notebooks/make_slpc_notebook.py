@@ -16,11 +16,14 @@ and the locality of an update (Figure 8).
 
 jaxstream's slpc works in standardised units (centre and scale from the
 initial points) and prices a segment in units of the residual noise level
-that the history holds (BIC-like, `jaxstream.curves.objective`), so the
-same defaults serve every stream: in other units, other dimensions, other
-noise. In the objective one point's loss is capped at `outlier_scale`
-(400) noise variances: an isolated point does not pay for a chord across an
-empty region (the reported prequential loss is the plain squared distance)."""),
+along the line (BIC-like, `jaxstream.curves.objective`; each stretch of line
+counts by its length, not by how many points lie on it), so the same
+defaults serve every stream: in other units, other dimensions, other noise.
+In the objective one point's loss is capped at `outlier_scale` (36) noise
+variances: an isolated point does not pay for a spike or a chord to reach it
+(the reported prequential loss is the plain squared distance). The curve is
+the product: `jaxstream.curves.shape` measures it against a reference
+(fidelity, coverage, length ratio)."""),
     ("code", """import time
 import numpy as np, jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -136,8 +139,10 @@ of stream, with the same defaults:
   to where the trace is now (a straight-line fit in time to its last 16
   points) and `end_lead` fitted steps past it (dashed below, from
   `jaxstream.curves.learner.head_path`).
-  The reference is the nearest past point, what a summary that memorises the
-  stream would pay;
+  The crossings scatter over a band a few hundred metres wide; the summary
+  a user wants is one line from pier to pier (the straight line between the
+  terminals, `datasets.ferry_lane`, dashed grey below, is the reference:
+  `jaxstream.curves.shape.fidelity` is the curve's RMS distance to it);
 * **a drifting source**: a sine arc whose whole curve moves 3 units up over
   1,000 points (noise sd 0.1). The automatic memory (`memory=None`, the
   default) shortens when old points lie away from where the stream is now;
@@ -156,13 +161,18 @@ npp = datasets.nearest_past_point_loss(ferry, 20).sum()
 v = np.asarray(state.vertices[: int(state.n_vertices)])
 res = float(geometry.polyline_sq_dist(jnp.asarray(ferry), state.vertices, state.n_vertices).sum())
 r2 = 1 - res / ((ferry - ferry.mean(0)) ** 2).sum()
-print(f"ferry: {time.perf_counter() - t0:.1f}s (compile included); loss {float(info.loss.sum()):.1f} = "
-      f"{float(info.loss.sum()) / npp:.2f}x the nearest past point ({npp:.1f}); final R² {r2:.4f}, "
-      f"{len(v) - 1} segments")
+from jaxstream.curves import shape
+lane = datasets.ferry_lane()
+m = shape.shape_measures(state.vertices, state.n_vertices, jnp.asarray(lane, jnp.float32))
+print(f"ferry: {time.perf_counter() - t0:.1f}s (compile included); {len(v) - 1} segments, "
+      f"{float(m.length):.1f} km of line (the lane: {np.linalg.norm(lane[1] - lane[0]):.1f} km), "
+      f"RMS {1000 * float(m.fidelity):.0f} m off the pier-to-pier line; final R² {r2:.4f}; "
+      f"loss {float(info.loss.sum()):.1f} ({float(info.loss.sum()) / npp:.2f}x the nearest past point)")
 seg, ok, in_order = head_path(state)
 seg = np.asarray(seg)[np.asarray(ok)]
 fig, ax = plt.subplots(figsize=(6, 6))
 sc = ax.scatter(ferry[:, 0], ferry[:, 1], s=3, c=np.arange(len(ferry)), cmap="viridis")
+ax.plot(lane[:, 0], lane[:, 1], "--", color="0.4", lw=1, label="pier to pier")
 ax.plot(v[:, 0], v[:, 1], "-o", color="crimson", ms=2, lw=1.2, label=f"slpc ({len(v) - 1} segments, R² {r2:.4f})")
 if bool(in_order):
     for j, (a, b) in enumerate(seg):
@@ -192,21 +202,22 @@ for ax, (name, L) in zip(axes, [("automatic memory (default)", learner), ("memor
     ax.set_xlabel("x")
 axes[0].set_ylabel("y")
 fig.tight_layout()"""),
-    ("md", """The ferry's line follows the whole route (its R² is over all 3,729 points),
-but it is not one clean polyline: learned in order, back and forth through
-the same band dozens of times, it zigzags across the band (50 segments, the
-cap). The crossings run on slightly different tracks, so the band is wider
-than the GPS noise that σ̂ reads across each crossing's trend. The loss is
-below the nearest past point's (bench_slpc over 5 keys: 0.48× on average,
-0.54× at most). The dashed head path reaches from the line's end to where
-the trace is now and 8 fitted steps on; docked after a crossing, the last
-points' fitted velocity is still the approach's, so it points past the pier.
-On the drifting arc the
-automatic memory keeps the line on the newest points, with a lag of about
-one memory span, and the moved line (dashed) is where it predicts the arc
-now; the line that never forgets smears across the band the arc has swept
-(its memory is unlimited, so nothing moves it). `benchmarks/bench_slpc.py` (moving section) prints these figures
-over 50 held-out seeds per family."""),
+    ("md", """The ferry's curve is one line from pier to pier, following the lane's
+S-bend through the band of crossings. Half the reports are the ferry
+docked at a pier; the noise level that prices a vertex is read along the
+line, each stretch by its length, so their metre-scale jitter does not
+price the whole lane (before 0.4.6 it did, and the line folded back and
+forth through the band: 50 segments, 135–150 km). The prequential loss is
+higher than a folded line's: a line that summarises the band cannot predict
+each crossing's own track. The dashed head path reaches from the line's end
+to where the trace is now and 8 fitted steps on; docked after a crossing,
+the last points' fitted velocity is still the approach's, so it points past
+the pier. On the drifting arc the automatic memory keeps the line on the
+newest points, with a lag of about one memory span, and the moved line
+(dashed) is where it predicts the arc now; the line that never forgets
+smears across the band the arc has swept (its memory is unlimited, so
+nothing moves it). `benchmarks/bench_slpc.py` prints the shape of every
+curve family over 50 held-out seeds."""),
     ("md", """## A new point changes the curve only locally (Figure 8)
 
 `jaxstream.curves.propose` returns the whole candidate set of a round; every
