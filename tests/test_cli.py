@@ -196,7 +196,7 @@ def test_cluster_passes_a_noise_scale_guess_on(tmp_path, monkeypatch):
 def test_a_summary_at_its_capacity_says_so(tmp_path, capsys):
     """A curve or a clustering that ends with every segment or centre it may have says so (the
     stream asked for more than the cap), with the options that change it; below the cap, nothing."""
-    route = datasets.make_route_stream(120, seed=1)  # five legs: more than 2 segments
+    route = datasets.make_route_stream(300, seed=1)  # five legs: more than 2 segments
     np.save(tmp_path / "route.npy", route)
     base = ["curve", "--csv", str(tmp_path / "route.npy"), "--history-size", "64", "--out", ""]
     fig = cli.run_curve(cli.build_parser().parse_args(base + ["--max-segments", "2"]))
