@@ -143,7 +143,12 @@ class StreamModel:
 
     def _as_rows(self, X, name: str = "X") -> np.ndarray:
         refuse_sparse(X, name)
-        X = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if not isinstance(X, np.ndarray):
+            try:
+                X = np.asarray(X)
+            except ValueError:  # NumPy's "inhomogeneous shape"
+                raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); got rows of "
+                                 "different lengths") from None
         if X.ndim == 1:
             raise ValueError(f"{name} must be 2-D (n, d); got a 1-D array of shape {X.shape}: pass one point "
                              "to learn_one, or Reshape your data to (1, d) for one point or (n, 1) for one feature")
