@@ -504,7 +504,11 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
             if arr.dtype.name != spec["dtype"]:
                 raise CheckpointError(f"{path}: array {i} has dtype {arr.dtype}, manifest says {spec['dtype']}")
             if spec["kind"] == "key":
-                leaves.append(jax.random.wrap_key_data(jnp.asarray(arr), impl=spec["impl"]))
+                try:
+                    leaves.append(jax.random.wrap_key_data(jnp.asarray(arr), impl=spec["impl"]))
+                except (ValueError, TypeError, KeyError) as e:  # an unknown implementation, or data of its wrong shape
+                    raise CheckpointError(f"{path}: array {i} is a PRNG key of implementation {spec.get('impl')!r} "
+                                          f"that this JAX cannot rebuild ({e})") from None
                 continue
             if list(arr.shape) != spec["shape"]:
                 raise CheckpointError(f"{path}: array {i} has shape {arr.shape}, manifest says {spec['shape']}")

@@ -282,6 +282,23 @@ def test_typed_keys_containers_and_python_scalars_round_trip(tmp_path):
         checkpoint.save(tmp_path / "u", learner, unsupported)
 
 
+def test_an_edited_key_implementation_is_a_checkpoint_error(tmp_path):
+    """A checkpoint whose PRNG key implementation name was edited (an unknown one, or one whose
+    key data has another shape) is refused with `CheckpointError`, not JAX's raw error."""
+    learner = js.StreamLearner(None, None, None, None, None, dict(learner="toy"))
+    checkpoint.save(tmp_path / "k", learner, {"key": jax.random.key(3)})
+    manifest = checkpoint.read_manifest(tmp_path / "k")
+    with np.load(tmp_path / "k", allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    for impl in ("no_such_prng", "rbg"):  # rbg keys are 4 words, threefry's 2
+        manifest["leaves"][0]["impl"] = impl
+        arrays["__manifest__"] = np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+        with open(tmp_path / "edited", "wb") as f:
+            np.savez(f, **arrays)
+        with pytest.raises(CheckpointError, match="PRNG key of implementation"):
+            checkpoint.load(tmp_path / "edited", learner)
+
+
 def test_weak_type_is_restored(tmp_path):
     learner = js.StreamLearner(None, None, None, None, None, dict(learner="toy"))
     state = (jnp.asarray(1.5), jnp.float32(2.0))
