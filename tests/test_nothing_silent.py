@@ -216,6 +216,26 @@ def test_cli_history_size_below_t0_is_an_error(tmp_path, capsys):
         js.slpc(8, 16, t0=30)
 
 
+def test_slpc_on_one_column_data_has_finite_losses():
+    """One-column data (a curve in 1-D is a stretch of the axis): every prequential loss is finite
+    (the drift offset's fit had no direction across the line and returned 1e23 or inf)."""
+    x = js.datasets.make_cubic_stream(200, seed=0)[:, :1]
+    m = js.SLPC(seed=0).fit(x)
+    assert np.all(np.isfinite(m.last_losses_[20:])) and np.isfinite(m.cumulative_loss_)
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_a_ragged_list_is_the_packages_error(name):
+    """A list of rows of different lengths: the package's message (not NumPy's "inhomogeneous
+    shape"), from partial_fit and fit, and nothing is learned."""
+    m = WRAPPERS[name]()
+    ragged = [[1.0, 2.0]] * 30 + [[1.0, 2.0, 3.0]]
+    for call in (m.partial_fit, m.fit):
+        with pytest.raises(ValueError, match="rectangular numeric array of shape \\(n, d\\); got rows of different"):
+            call(ragged)
+    assert not hasattr(m, "n_seen_")
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_partial_fit_refuses_a_1d_array(name):
     m = WRAPPERS[name]()
