@@ -464,9 +464,9 @@ def run_cluster(args) -> dict:
     losses = np.asarray(info.loss, np.float64)
     k_t = np.asarray(info.n_clusters)
     centers = model.cluster_centers_
-    # predict gives each point its cluster's label; labels_ is the label of each row of centers
-    # (stable labels: a cluster keeps its label while others appear and disappear).
-    ids = model.labels_
+    # predict gives each point its cluster's label; cluster_labels_ is the label of each row of
+    # centers (stable labels: a cluster keeps its label while others appear and disappear).
+    ids = model.cluster_labels_
     labels = np.asarray(model.predict(xs))
     rows = np.argmax(labels[:, None] == ids[None, :], axis=1)
     if not (labels[:, None] == ids[None, :]).any(axis=1).all():

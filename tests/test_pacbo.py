@@ -762,7 +762,9 @@ def test_learner_finds_separated_clusters_and_reports_sizes():
         model.partial_fit(xs[i:i + 8])
     assert model.n_clusters_ == 3
     labels = model.predict(xs)
-    assert set(labels.tolist()) == set(model.labels_.tolist())
+    assert set(labels.tolist()) == set(model.cluster_labels_.tolist())
+    # scikit-learn's labels_: one per row of the last partial_fit, by the final partition
+    np.testing.assert_array_equal(model.labels_, model.predict(xs[-8:]))
     assert len(set(zip(labels.tolist(), truth.tolist()))) == 3
     for j in range(3):  # groups 12 apart, sd 0.5; 16 stored points and 16 steps a round: within 3 sd
         assert np.min(np.linalg.norm(model.cluster_centers_ - centres[j], axis=1)) < 1.5
@@ -771,9 +773,19 @@ def test_learner_finds_separated_clusters_and_reports_sizes():
     proba = model.predict_proba(xs[:5])
     assert proba.shape == (5, 3)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
-    np.testing.assert_array_equal(model.labels_[np.argmax(proba, 1)], labels[:5])
+    np.testing.assert_array_equal(model.cluster_labels_[np.argmax(proba, 1)], labels[:5])
     pk = model.posterior_k_
     assert pk.shape == (CAP,) and pk[2] == pk.max()
+
+
+def test_fit_predict_is_fit_then_the_labels_of_its_rows():
+    xs = four_groups(4, 11)
+    a = jaxstream.PACBO(radius=12.0, max_clusters=CAP, history_size=HIST, n_steps=STEPS, seed=3)
+    got = a.fit_predict(xs)
+    assert got.shape == (len(xs),)
+    np.testing.assert_array_equal(got, a.labels_)
+    np.testing.assert_array_equal(got, a.predict(xs))
+    assert set(got.tolist()) <= set(a.cluster_labels_.tolist())
 
 
 def test_labels_survive_a_new_cluster():

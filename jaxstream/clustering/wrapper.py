@@ -31,8 +31,9 @@ class PACBO(StreamModel):
 
     Example:
       >>> model = PACBO(max_clusters=20, seed=0).partial_fit(points)
-      >>> model.predict(points)      # stable labels (see labels_)
-      >>> model.cluster_centers_     # (k̂, d)
+      >>> model.predict(points)      # stable labels (see cluster_labels_)
+      >>> model.labels_              # the label of each row of the last fit / partial_fit
+      >>> model.cluster_centers_     # (k̂, d), row i labelled cluster_labels_[i]
 
     Args: the arguments of `jaxstream.pacbo`, its numeric parameters
       (`jaxstream.clustering.pacbo.default_params`; None keeps the default)
@@ -109,17 +110,17 @@ class PACBO(StreamModel):
     # --- the learned partition ----------------------------------------------
 
     def predict(self, X) -> np.ndarray:
-        """(n,) stable label (see `labels_`) of the nearest centre of each row of X (n, d)."""
+        """(n,) stable label (see `cluster_labels_`) of the nearest centre of each row of X (n, d)."""
         X = self._points(X)
         return np.asarray(_P.predict(self.state_, X))
 
     def predict_proba(self, X, temperature=None) -> np.ndarray:
-        """(n, k̂) soft assignments over the clusters in `labels_` order (see `soft_assign`)."""
+        """(n, k̂) soft assignments over the clusters in `cluster_labels_` order (see `soft_assign`)."""
         X = self._points(X)
         return np.asarray(_P.soft_assign(self.state_, X, temperature))[:, : self.n_clusters_]
 
     def transform(self, X) -> np.ndarray:
-        """(n, k̂) squared distance of each row of X (n, d) to each centre (in `labels_` order)."""
+        """(n, k̂) squared distance of each row of X (n, d) to each centre (in `cluster_labels_` order)."""
         X = self._points(X)
         c = self.cluster_centers_
         d2 = ((X[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1)
@@ -143,15 +144,26 @@ class PACBO(StreamModel):
 
     @property
     def cluster_centers_(self) -> np.ndarray:
-        """(k̂, d) current centres (row i has label ``labels_[i]``)."""
+        """(k̂, d) current centres (row i has label ``cluster_labels_[i]``)."""
         s = self._require()
         return np.asarray(s.centers[: int(s.n_clusters)])
 
     @property
-    def labels_(self) -> np.ndarray:
-        """(k̂,) stable integer labels of the centres: a cluster keeps its label across rounds."""
+    def cluster_labels_(self) -> np.ndarray:
+        """(k̂,) stable integer labels of the centres (row i of `cluster_centers_` has label
+        ``cluster_labels_[i]``): a cluster keeps its label across rounds, and `predict` returns them."""
         s = self._require()
         return np.asarray(s.ids[: int(s.n_clusters)])
+
+    def _partial_fit(self, X) -> "PACBO":
+        out = super()._partial_fit(X)
+        # scikit-learn's labels_: one per row learned in this call, by the partition it ends with
+        self.labels_ = self.predict(X)
+        return out
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """`fit` on X (n, d), then the label of each row of X (scikit-learn's ``fit_predict``): ``labels_``."""
+        return self.fit(X, y).labels_
 
     @property
     def cluster_sizes_(self) -> np.ndarray:
