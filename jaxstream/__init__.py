@@ -13,7 +13,7 @@ The public API, re-exported explicitly from the modules that define it:
 """
 from ._core import StreamLearner, config_record, run_stream
 from ._sharding import init_streams, run_streams
-from ._chunked import ChunkedResult, read_csv_blocks, read_npy_blocks, run_stream_chunked
+from ._chunked import ChunkedResult, StreamMismatch, read_csv_blocks, read_npy_blocks, run_stream_chunked
 from ._wrapper import NotFittedError, StreamModel
 from ._loops import static_trip_counts
 from . import checkpoint, datasets, differentiable, geometry
@@ -23,11 +23,11 @@ from .clustering import PACBO
 from .clustering.pacbo import pacbo
 from .embedding import LandmarkMDS, landmark_mds
 
-__version__ = "0.4.5"
+__version__ = "0.4.6"
 
 __all__ = [
     "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",
-    "run_stream_chunked", "ChunkedResult", "read_npy_blocks", "read_csv_blocks",
+    "run_stream_chunked", "ChunkedResult", "StreamMismatch", "read_npy_blocks", "read_csv_blocks",
     "static_trip_counts",
     "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
     "curves", "clustering", "embedding", "checkpoint", "datasets", "differentiable", "geometry",

@@ -2,6 +2,7 @@
 a reader thread, a progress bar, checkpoints and resume) and the block readers."""
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import sys
@@ -16,7 +17,7 @@ from ._checks import check_points
 from ._core import PRNGKey, State, StreamLearner, _compiled_scan, _trace_loss
 from ._sharding import _key_parts
 
-__all__ = ["ChunkedResult", "run_stream_chunked", "read_npy_blocks", "read_csv_blocks"]
+__all__ = ["ChunkedResult", "StreamMismatch", "run_stream_chunked", "read_npy_blocks", "read_csv_blocks"]
 
 
 class ChunkedResult(NamedTuple):
@@ -100,21 +101,60 @@ def _source(xs, chunk_size):
     return xs
 
 
-def _iter_chunks(xs, chunk_size, skip: int = 0):
+class StreamMismatch(ValueError):
+    """A resume on a stream other than the one the checkpoint has learned."""
+
+
+class _RowHash:
+    """A running BLAKE2b digest of a stream's rows as float64 values, in order: the same rows give
+    the same digest however they are split into blocks, and whatever their dtype."""
+
+    def __init__(self):
+        self._h = hashlib.blake2b(digest_size=16)
+
+    def update(self, rows) -> None:
+        self._h.update(np.ascontiguousarray(rows, dtype=np.float64).tobytes())
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _check_skipped(hasher, expected, skip):
+    if hasher is not None and expected is not None and hasher.hexdigest() != expected:
+        raise StreamMismatch(f"the first {skip} rows of this stream differ from the rows the checkpoint has "
+                             "learned: resume with the stream the checkpoint was written for (or start "
+                             "again with resume=False or another checkpoint path)")
+
+
+def _iter_chunks(xs, chunk_size, skip: int = 0, hasher: Optional[_RowHash] = None,
+                 expected: Optional[str] = None):
     """Chunks of exactly chunk_size rows (the last one shorter), after `skip` rows.
+
+    With a `hasher`, every row read goes into it in order (the skipped rows,
+    then each chunk before it is yielded); once the skipped rows are hashed,
+    the digest must equal `expected` (when given).
 
     Raises:
       ValueError: the stream ends before row `skip` (a resume on a shorter
         stream than the checkpoint's), or a block's dimension differs from
         the first block's.
+      StreamMismatch: the skipped rows are not the checkpoint's.
     """
     if isinstance(xs, (np.ndarray, jax.Array)):
         if skip > xs.shape[0]:
             raise ValueError(f"the stream has {xs.shape[0]} rows but the checkpoint has already learned {skip}: "
                              "resume with the stream the checkpoint was written for")
+        if hasher is not None:
+            for i in range(0, skip, chunk_size):
+                hasher.update(xs[i:min(i + chunk_size, skip)])
+            _check_skipped(hasher, expected, skip)
         for i in range(skip, xs.shape[0], chunk_size):
-            yield np.asarray(xs[i:i + chunk_size])
+            chunk = np.asarray(xs[i:i + chunk_size])
+            if hasher is not None:
+                hasher.update(chunk)
+            yield chunk
         return
+    n_skip = skip
     buf = []
     n = 0
     seen = 0
@@ -132,11 +172,17 @@ def _iter_chunks(xs, chunk_size, skip: int = 0):
         seen += block.shape[0] if block.ndim else 0
         if skip:
             drop = min(skip, block.shape[0])
+            if hasher is not None:
+                hasher.update(block[:drop])
             block, skip = block[drop:], skip - drop
+            if not skip:
+                _check_skipped(hasher, expected, n_skip)
         buf.append(block)
         n += block.shape[0]
         while n >= chunk_size:
             cat = np.concatenate(buf)
+            if hasher is not None:
+                hasher.update(cat[:chunk_size])
             yield cat[:chunk_size]
             rest = cat[chunk_size:]
             buf, n = ([rest] if rest.shape[0] else []), rest.shape[0]
@@ -144,7 +190,10 @@ def _iter_chunks(xs, chunk_size, skip: int = 0):
         raise ValueError(f"the stream ended {skip} rows before the checkpoint's position: resume with the stream "
                          "the checkpoint was written for")
     if n:
-        yield np.concatenate(buf)
+        last = np.concatenate(buf)
+        if hasher is not None:
+            hasher.update(last)
+        yield last
 
 
 class _Prefetcher:
@@ -211,12 +260,13 @@ class _Progress:
         print(file=sys.stderr, flush=True)
 
 
-def _save_checkpoint(path, learner, state, key, n_done, n_valid, total, kept, chunk_size):
-    """One atomic file: the state, the progress (metadata) and, with kept losses, the losses so far
-    (`checkpoint.save`'s ``arrays``), so a kill at any instant leaves the previous or the next set."""
+def _save_checkpoint(path, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream):
+    """One atomic file: the state, the progress (metadata, with the digest `stream` of the rows
+    learned) and, with kept losses, the losses so far (`checkpoint.save`'s ``arrays``), so a kill
+    at any instant leaves the previous or the next set."""
     from . import checkpoint
     meta = dict(n_done=n_done, n_valid=n_valid, cumulative_loss=total, key=_key_fingerprint(key),
-                keep_losses=kept is not None, chunk_size=chunk_size)
+                keep_losses=kept is not None, chunk_size=chunk_size, stream_blake2b=stream)
     arrays = None
     if kept is not None:
         arrays = dict(losses=np.concatenate(kept) if kept else np.zeros(0, np.float32))
@@ -224,7 +274,8 @@ def _save_checkpoint(path, learner, state, key, n_done, n_valid, total, kept, ch
 
 
 def _resume(path, learner, key, keep_losses, chunk_size):
-    """``(state, n_done, n_valid, total, kept)`` from a checkpoint written by `run_stream_chunked`."""
+    """``(state, n_done, n_valid, total, kept, stream)`` from a checkpoint written by
+    `run_stream_chunked` (`stream`: the digest of the rows it learned; None before 0.4.6)."""
     from . import checkpoint as ckpt
     state, meta, arrays = ckpt.load_with_arrays(path, learner, allow_missing_config=learner.config is None)
     if "n_done" not in meta or "key" not in meta:
@@ -249,7 +300,7 @@ def _resume(path, learner, key, keep_losses, chunk_size):
             raise ValueError(f"{path} holds the state after {n_done} rows but losses for {got}; the kept losses "
                              "cannot be restored: resume with keep_losses=False or start again")
         kept = [np.asarray(losses)]
-    return state, n_done, n_valid, total, kept
+    return state, n_done, n_valid, total, kept, meta.get("stream_blake2b")
 
 
 def _key_fingerprint(key) -> list:
@@ -258,7 +309,7 @@ def _key_fingerprint(key) -> list:
 
 
 def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint, saved_at,
-                     saving, start):
+                     saving, start, stream):
     """On an error mid-stream (the source raised, a chunk was refused, a callback or Ctrl-C): save the
     progress so far to the checkpoint (when there is one and it is behind) and attach it to the error,
     so nothing learned is lost and the caller knows exactly how far the run got."""
@@ -274,7 +325,7 @@ def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chu
     if checkpoint is not None:
         if n_done != saved_at and not saving:
             try:
-                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
+                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
                 saved_at = n_done
             except Exception as save_err:  # the original error matters more
                 where = f"; saving that state to {checkpoint} failed too ({save_err})"
@@ -325,18 +376,23 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
       checkpoint: a file to save the state to every `checkpoint_every` chunks,
         at the end, and when the run stops on an error
         (`jaxstream.checkpoint.save`). One file holds the whole set: the
-        state, the progress (rows done, cumulative loss, key, chunk size) and,
-        with ``keep_losses=True``, the losses so far; it is replaced
-        atomically, so a kill at any instant (inside a save too) leaves the
-        previous or the next checkpoint, never a mix. Temporary files left
-        by a killed save are deleted when a run starts.
+        state, the progress (rows done, cumulative loss, key, chunk size, a
+        digest of the rows learned) and, with ``keep_losses=True``, the
+        losses so far; it is replaced atomically, so a kill at any instant
+        (inside a save too) leaves the previous or the next checkpoint, never
+        a mix. The run holds the checkpoint's `jaxstream.checkpoint.lock`
+        throughout: a second job on the same path is refused
+        (`CheckpointBusy`) instead of overwriting or deleting the first one's
+        files. Temporary files left by a killed save are deleted when a run
+        starts.
       checkpoint_every: chunks between checkpoints.
       resume: when `checkpoint` exists, start from it: load the state, skip
         the rows it has already learned and go on; the result equals one
         uninterrupted call bit for bit. The checkpoint must come from the same
         learner configuration, key, chunk size and `keep_losses`, and the
-        stream must be at least as long as what it has learned (ValueError
-        otherwise); `state` is then ignored.
+        stream's first rows must be the ones it has learned (the digest is
+        compared; checkpoints from before 0.4.6 have none and are not
+        checked) (ValueError otherwise); `state` is then ignored.
       on_chunk: optional callback ``(n_done, state, chunk_losses)`` after each
         chunk (e.g. to log).
 
@@ -347,7 +403,10 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
       ValueError: bad arguments, a chunk with non-finite rows (with
         ``nonfinite="raise"``) or values out of range (`check_points`), a
         checkpoint that does not match, or a stream shorter than the
-        checkpoint's position.
+        checkpoint's position or other than the one it learned
+        (`StreamMismatch`, a ValueError).
+      jaxstream.checkpoint.CheckpointBusy: another live process is running
+        on the same checkpoint path.
 
     Whatever stops the run after it started (the source iterator raising, a
     refused chunk, `on_chunk`, Ctrl-C), the error is re-raised with what was
@@ -366,38 +425,53 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
         raise ValueError("resume=True needs checkpoint=<path>")
     run_full = _compiled_scan(learner.update, _trace_loss, True, False, False)
     run_masked = _compiled_scan(learner.update, _trace_loss, False, True, False)
+    if checkpoint is None:
+        return _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite,
+                           progress, prefetch, None, checkpoint_every, resume, on_chunk)
+    from . import checkpoint as ckpt
+    with ckpt.lock(checkpoint):  # one writer per checkpoint: a second job is refused, not interleaved
+        ckpt._remove_temporaries(checkpoint)  # left by a process killed inside a save
+        return _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite,
+                           progress, prefetch, checkpoint, checkpoint_every, resume, on_chunk)
+
+
+def _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite, progress,
+                prefetch, checkpoint, checkpoint_every, resume, on_chunk):
+    """`run_stream_chunked`'s loop, once its arguments are checked and the checkpoint is locked."""
     start = time.perf_counter()
     n_done, n_valid, total = 0, 0, 0.0
     kept = [] if keep_losses else None
-    if checkpoint is not None:
-        from . import checkpoint as ckpt
-        ckpt.remove_stale_temporaries(checkpoint)  # left by a process killed inside a save
+    expected = None
     if resume and os.path.exists(checkpoint):
-        state, n_done, n_valid, total, kept = _resume(checkpoint, learner, key, keep_losses, chunk_size)
+        state, n_done, n_valid, total, kept, expected = _resume(checkpoint, learner, key, keep_losses, chunk_size)
     saved_at = n_done
+    hasher = _RowHash() if checkpoint is not None else None
+    stream = hasher.hexdigest() if hasher is not None else None  # the digest of the rows learned so far
 
     def prepared():
         offset = n_done
-        for chunk in _iter_chunks(_source(xs, chunk_size), chunk_size, skip=n_done):
+        for chunk in _iter_chunks(_source(xs, chunk_size), chunk_size, skip=n_done, hasher=hasher,
+                                  expected=expected):
+            digest = hasher.hexdigest() if hasher is not None else None  # through this chunk
             chunk = np.asarray(check_points(chunk, f"xs (the chunk starting at row {offset})",
                                             allow_nonfinite=(nonfinite == "skip")))
             n = chunk.shape[0]
             offset += n
             valid = np.isfinite(chunk).all(axis=1)
             if n == chunk_size and valid.all():
-                yield chunk, None, n
+                yield chunk, None, n, digest
                 continue
             if n < chunk_size:
                 chunk = np.concatenate([chunk, np.zeros((chunk_size - n, chunk.shape[1]), chunk.dtype)])
                 valid = np.concatenate([valid, np.zeros(chunk_size - n, bool)])
-            yield chunk, valid, n
+            yield chunk, valid, n, digest
 
     chunks = _Prefetcher(prepared(), prefetch) if prefetch > 0 else prepared()
     bar = _Progress(_n_rows(xs), n_done) if progress else None
     n_chunks = 0
     saving = False
     try:
-        for chunk, valid, n in chunks:
+        for chunk, valid, n, digest in chunks:
             if valid is None:
                 new_state, losses = run_full(key, chunk, state, None, n_done)
             else:
@@ -408,25 +482,28 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
             if keep_losses:
                 kept.append(losses)  # trimmed to n_done should an interrupt fall before the next line
             # the run's progress moves in one statement, once the chunk is complete
-            state, n_done, n_chunks, total, n_valid = new_state, n_done + n, n_chunks + 1, new_total, new_valid
+            state, n_done, n_chunks, total, n_valid, stream = (new_state, n_done + n, n_chunks + 1, new_total,
+                                                               new_valid, digest)
             if checkpoint is not None and n_chunks % checkpoint_every == 0:
                 saving = True
-                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
+                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
                 saving, saved_at = False, n_done
             if on_chunk is not None:
                 on_chunk(n_done, state, losses)
             if bar is not None:
                 bar.update(n_done, total)
+    except StreamMismatch:
+        raise  # nothing was learned from this stream: no progress to save or attach
     except BaseException as e:
         _attach_progress(e, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint,
-                         saved_at, saving, start)
+                         saved_at, saving, start, stream)
         raise
     finally:
         if isinstance(chunks, _Prefetcher):
             chunks.close()
         if bar is not None:
             bar.close()
-    if checkpoint is not None and n_done != saved_at or (checkpoint is not None and not os.path.exists(checkpoint)):
-        _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size)
+    if checkpoint is not None and (n_done != saved_at or not os.path.exists(checkpoint)):
+        _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
     losses = np.concatenate(kept) if keep_losses and kept else (np.zeros(0) if keep_losses else None)
     return state, ChunkedResult(n_valid, total, losses, time.perf_counter() - start)

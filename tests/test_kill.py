@@ -138,11 +138,12 @@ def test_a_kill_at_every_write_step_of_every_save_resumes_bit_equal(setup, tmp_p
     assert n_saves == 9  # 8 full chunks and the short last one, one save each
     assert len(rec.snaps) > 20 * n_saves  # many kill points inside each save
 
-    # Every instant leaves no checkpoint or a complete one, and only temporaries besides.
+    # Every instant leaves no checkpoint or a complete one, and only temporaries besides (and the
+    # run's lock file, which the OS releases with the process).
     complete = {hashlib.sha256(b).hexdigest(): i for i, b in enumerate(rec.complete)}
     inside_save = 0
     for label, files in rec.snaps:
-        others = [n for n in files if n != ckpt.name]
+        others = [n for n in files if n not in (ckpt.name, ckpt.name + ".lock")]
         assert all(n.startswith(f".{ckpt.name}.") and n.endswith(".tmp") for n in others), others
         inside_save += bool(others)
         if ckpt.name in files:
@@ -171,7 +172,7 @@ def test_a_kill_at_every_write_step_of_every_save_resumes_bit_equal(setup, tmp_p
         assert res.cumulative_loss == pytest.approx(float(ref_losses.astype(np.float64).sum()), rel=1e-12)
         if keep_losses:
             np.testing.assert_array_equal(res.losses, ref_losses)
-        assert os.listdir(d) == [ckpt.name]  # the killed save's temporary is gone
+        assert sorted(os.listdir(d)) == [ckpt.name, ckpt.name + ".lock"]  # the killed save's temporary is gone
     assert positions == {0, *range(worker.CHUNK, X.shape[0], worker.CHUNK), X.shape[0]}  # every save resumed from
 
 
