@@ -16,6 +16,7 @@ from ._sharding import init_streams, run_streams
 from ._chunked import ChunkedResult, StreamMismatch, read_csv_blocks, read_npy_blocks, run_stream_chunked
 from ._wrapper import NotFittedError, StreamModel
 from ._loops import static_trip_counts
+from ._caches import cache_info, cache_size, clear_caches, set_cache_size
 from . import checkpoint, datasets, differentiable, geometry
 from . import clustering, curves, embedding
 from .curves import SLPC, slpc
@@ -28,7 +29,7 @@ __version__ = "0.4.6"
 __all__ = [
     "StreamLearner", "StreamModel", "NotFittedError", "config_record", "run_stream", "run_streams", "init_streams",
     "run_stream_chunked", "ChunkedResult", "StreamMismatch", "read_npy_blocks", "read_csv_blocks",
-    "static_trip_counts",
+    "static_trip_counts", "clear_caches", "cache_size", "set_cache_size", "cache_info",
     "slpc", "SLPC", "pacbo", "PACBO", "landmark_mds", "LandmarkMDS",
     "curves", "clustering", "embedding", "checkpoint", "datasets", "differentiable", "geometry",
 ]

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._caches import cached
 from ._checks import PARAM_RANGES, check_params, check_points, is_concrete
 from ._loops import static_trip_counts_enabled
 
@@ -127,7 +128,7 @@ def _checked_init(init, name: str):
     return init_
 
 
-@functools.lru_cache(maxsize=256)
+@cached()
 def _cached_build(build, config, default_params, items, x64: bool):
     del x64  # part of the key: default params take JAX's default float
     return _validated_build(build, config, default_params, dict(items))
@@ -279,7 +280,7 @@ def _compiled_scan(update, trace_fn, all_valid: bool, masked: bool, batched: boo
     return _compiled_scan_for(update, trace_fn, all_valid, masked, batched, static_trip_counts_enabled())
 
 
-@functools.lru_cache(maxsize=256)
+@cached(4)
 def _compiled_scan_for(update, trace_fn, all_valid: bool, masked: bool, batched: bool, static_loops: bool):
     # `static_loops` (`jaxstream._loops`) is part of the key, so that a scan traced for `jax.grad`
     # inside `static_trip_counts()` is not the fast one compiled outside it (or the reverse).

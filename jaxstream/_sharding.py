@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from ._caches import cached
 from ._checks import is_concrete
 from ._core import PRNGKey, State, StreamLearner, TraceFn, _compiled_scan, _prepare_stream, _resolve_trace
 
@@ -119,14 +120,14 @@ def _is_global_tree(tree) -> bool:
     return any(_is_global(a) for a in jax.tree_util.tree_leaves(tree))
 
 
-@functools.lru_cache(maxsize=64)
+@cached(4)
 def _jitted_init(init, in_axes):
     # jitted (not op by op), so that one device and a mesh run the same fused
     # program and agree bit for bit
     return jax.jit(jax.vmap(init, in_axes=in_axes))
 
 
-@functools.lru_cache(maxsize=64)
+@cached(4)
 def _sharded_init(init, devs: tuple, impl, x_init_batched: bool, params_batched: bool):
     mesh, rows, _ = _mesh(devs)
 
@@ -138,7 +139,7 @@ def _sharded_init(init, devs: tuple, impl, x_init_batched: bool, params_batched:
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P("streams"), check_vma=False))
 
 
-@functools.lru_cache(maxsize=64)
+@cached(4)
 def _sharded_scan(update, trace_fn, all_valid: bool, masked: bool, devs: tuple, impl):
     mesh, rows, _ = _mesh(devs)
     run = _compiled_scan(update, trace_fn, all_valid, masked, True)

@@ -24,13 +24,13 @@ and the rest padded (and masked) to a power of two of at least 8 rows.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any
 
 import numpy as np
 import jax
 
+from ._caches import cached
 from ._checks import check_points, refuse_sparse
 from ._core import StreamLearner, run_stream
 
@@ -310,7 +310,7 @@ class StreamModel:
         return self._as_rows(X, name)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(4)
 def _jitted(update):
     return jax.jit(update)
 

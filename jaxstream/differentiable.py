@@ -53,6 +53,7 @@ from typing import Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 
+from ._caches import cached
 from ._checks import PARAM_RANGES
 from ._core import StreamLearner, _scan_stream, _trace_loss
 from ._loops import static_trip_counts
@@ -253,7 +254,7 @@ class _StateOnly(NamedTuple):
         return self.fn(state)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(2)
 def _smoothed_grad_fn(init, update, names, sigma, n_pairs, n_init, bounds=None, penalty=None):
     learner = StreamLearner(init, update, None, None, None, None)
 

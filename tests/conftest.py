@@ -23,6 +23,13 @@ if _cache:
 
 import pytest  # noqa: E402
 
+import jaxstream  # noqa: E402
+
+# Each file starts from empty caches (below), so no test needs the package's bound; a bound
+# reached inside a test would empty JAX's caches there, and tests that count compilations would
+# count the recompiles. tests/test_caches.py tests the bound itself.
+jaxstream.set_cache_size(64)
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _no_compiled_programs_kept():
@@ -32,7 +39,7 @@ def _no_compiled_programs_kept():
     3 or 4; a `jax.clear_caches()` before it passed), and the crashes of CI runs came after 9-11
     files (2026-11-28: three of three). `.ci/pytest_rerun_crashes.py` still reruns any test whose
     worker crashes."""
-    jax.clear_caches()
+    jaxstream.clear_caches()
     yield
 
 

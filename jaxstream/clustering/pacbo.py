@@ -173,6 +173,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._caches import cached
 from .. import _ops
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
@@ -731,7 +732,7 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
     return cached_learner(_build, config, default_params, dict(param_overrides, radius=radius))
 
 
-@lru_cache(maxsize=None)
+@cached()
 def _update_kernel(config: Config):
     """``update(key, state, x)`` of a configuration, built once (equal configurations share compiled code)."""
     def update_(key, state, x):

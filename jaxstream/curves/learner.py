@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._caches import cached
 from .. import _ops, _rng, geometry
 from .._checks import check_capacity, check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
@@ -473,7 +474,7 @@ def propose(key, state: State, x: Array, config: Config = Config()) -> tuple[Sta
 # The factory
 
 
-@functools.lru_cache(maxsize=None)
+@cached()
 def _update_kernel(config: Config):
     """``update(key, state, x)`` of a configuration, built once, so that equal
     configurations share compiled programs."""

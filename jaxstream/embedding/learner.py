@@ -46,7 +46,6 @@ matrix that travels in the params (``Params.distances``).
 """
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import numpy as np
@@ -54,6 +53,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._caches import cached
 from .._batching import rare
 from .._loops import static_trip_counts_enabled
 from .._checks import check_point, check_points, is_concrete
@@ -227,7 +227,7 @@ def first_state(config: Config, x, dtype, params: Params) -> State:
     return s
 
 
-@functools.lru_cache(maxsize=64)
+@cached(2)
 def _init_scan(config: Config, static_loops: bool):
     # `static_loops` (`jaxstream._loops`) is part of the key: jit would otherwise hand a trace made
     # with the dynamic loops to `jax.grad` (or the static one to `run_stream`).
@@ -364,7 +364,7 @@ def landmarks(state: State):
 # The factory
 
 
-@functools.lru_cache(maxsize=None)
+@cached()
 def _kernels(config: Config):
     """update / predict / loss of a configuration, built once so that learners with equal
     configurations share jit caches."""

@@ -1,13 +1,13 @@
 """`LandmarkMDS`: the NumPy-in / NumPy-out wrapper around `jaxstream.landmark_mds`."""
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import numpy as np
 import jax
 import jax.numpy as jnp
 
+from .._caches import cached
 from .._wrapper import StreamModel
 from .coords import embed_points
 from .distances import Metric, pairwise_distances
@@ -22,7 +22,7 @@ __all__ = ["LandmarkMDS"]
 _EMBED_BLOCK = 1024
 
 
-@functools.lru_cache(maxsize=64)
+@cached()
 def _compiled(config: Config):
     """Jitted embedding-of-a-state and out-of-sample map of a configuration, shared by every model built
     with it (no retracing per model)."""
