@@ -222,9 +222,10 @@ curve family over 50 held-out seeds."""),
 
 `jaxstream.curves.propose` returns the whole candidate set of a round; every
 local candidate differs from the current line in a window of at most `window`
-vertices around the new point (global moves also compete: deleting any one
-vertex, and reversing the line's prefix or suffix at any segment, all scored
-at once)."""),
+vertices around the new point (global moves also compete, all scored at once:
+deleting any one vertex, reversing the line's prefix or suffix at any
+segment, and swapping pairs of segments, which reverses the stretch between
+them and puts a line that visits the data out of order back in order)."""),
     ("code", """from jaxstream import curves as pc
 xs = datasets.make_cubic_stream(300, seed=3).astype(np.float32)
 state, _ = js.run_stream(learner, jax.random.key(0), xs[20:299], learner.init(jax.random.key(0), xs[:20]))
