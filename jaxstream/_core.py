@@ -34,7 +34,7 @@ from jax import lax
 
 from ._caches import cached
 from ._checks import PARAM_RANGES, check_params, check_points, is_concrete
-from ._loops import static_trip_counts_enabled
+from ._loops import static_if_differentiated, static_trip_counts_enabled
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -123,7 +123,8 @@ def _checked_init(init, name: str):
     def init_(key, x_init, params=None):
         if params is not None:
             check_params(name, params)
-        return init(key, x_init, params)
+        with static_if_differentiated(x_init, params):
+            return init(key, x_init, params)
 
     return init_
 
@@ -331,5 +332,6 @@ def run_stream(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
       ``(final_state, trace)`` where each trace leaf has leading axis T.
     """
     xs, mask, all_valid = _prepare_stream(xs, mask, nonfinite)
-    run = _compiled_scan(learner.update, _resolve_trace(trace), all_valid, mask is not None, False)
-    return run(key, xs, state, mask, step_offset)
+    with static_if_differentiated(xs, state):  # so that jax.grad through it needs no context
+        run = _compiled_scan(learner.update, _resolve_trace(trace), all_valid, mask is not None, False)
+        return run(key, xs, state, mask, step_offset)

@@ -12,8 +12,9 @@ instead: the static maximum number of iterations, each guarded by a
 reverse mode differentiates). The values are the same; for one stream the
 skipped iterations cost a branch each; under `vmap` the guard becomes a
 select and every iteration runs. `jaxstream.differentiable.stream_loss`
-traces the learner inside this context, so ``jax.grad`` works through every
-learner; the compiled learners that `run_stream` uses keep the dynamic form.
+traces the learner inside this context, and `run_stream` and the learners'
+``init`` enter it when their inputs are being differentiated, so ``jax.grad``
+works through every learner; undifferentiated runs keep the dynamic form.
 
 The flag is read when a function is traced: a function jitted (and cached)
 before keeps the form it was traced with, so a jitted helper that contains
@@ -25,6 +26,7 @@ import contextlib
 import threading
 from typing import Callable
 
+import jax
 from jax import lax
 
 __all__ = ["static_trip_counts", "static_trip_counts_enabled", "fori_upto"]
@@ -46,6 +48,29 @@ def static_trip_counts():
 def static_trip_counts_enabled() -> bool:
     """Whether `static_trip_counts` is active (read at trace time)."""
     return bool(getattr(_state, "static", False))
+
+
+def _differentiated(x) -> bool:
+    """Whether `x` is (or, under vmap, wraps) a forward- or reverse-mode autodiff tracer."""
+    from jax._src.interpreters import ad  # JVPTracer / LinearizeTracer: no public names for them
+
+    while isinstance(x, jax.core.Tracer):
+        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
+            return True
+        x = getattr(x, "val", None)  # a BatchTracer's value
+    return False
+
+
+def static_if_differentiated(*trees):
+    """`static_trip_counts()` when any leaf of `trees` is being differentiated, else a no-op
+    context: so ``jax.grad`` through `run_stream` or ``init`` needs no context of its own.
+
+    (A function jitted before ``jax.grad`` is applied to it, ``jax.grad(jax.jit(f))``, is traced
+    without autodiff tracers; there, `static_trip_counts` must be entered by the caller.)
+    """
+    if static_trip_counts_enabled() or not any(_differentiated(x) for x in jax.tree_util.tree_leaves(trees)):
+        return contextlib.nullcontext()
+    return static_trip_counts()
 
 
 def fori_upto(n, n_max: int, body: Callable, init):

@@ -114,6 +114,28 @@ def test_grad_after_the_fast_forms_were_compiled_and_through_run_stream():
     chex.assert_trees_all_close(jax.grad(total)(xs), g, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["pacbo", "landmark_mds"])
+def test_reverse_mode_through_run_stream_and_init_needs_no_context(name):
+    """`jax.grad` of a loop over `init` and `run_stream` written as a user writes it, without
+    `static_trip_counts()`: the learners' dynamic loops take their static form because their
+    inputs are being differentiated, and the gradient equals the one taken inside the context."""
+    learner = js.pacbo(6, 32, 20) if name == "pacbo" else js.landmark_mds(max_landmarks=6, n_components=2)
+    xs = _cubic(1, 50, seed0=3)[0]
+
+    def total(xs):
+        _, losses = js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))
+        return jnp.sum(losses)
+
+    def total_in_context(xs):
+        with js.static_trip_counts():
+            return total(xs)
+
+    g = jax.grad(total)(xs)
+    assert float(jnp.abs(g).sum()) > 0
+    chex.assert_trees_all_equal(g, jax.grad(total_in_context)(xs))
+    js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))  # undifferentiated: the dynamic form
+
+
 def _final_state(learner, xs, n_init=20):
     from jaxstream._core import _scan_stream, _trace_loss
     with js.static_trip_counts():
