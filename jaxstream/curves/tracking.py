@@ -163,10 +163,12 @@ def _fit(r, unit, w, s):
     ws = w * s
     G = jnp.block([[moment(w), -moment(ws)], [-moment(ws), moment(ws * s)]])
     b = jnp.concatenate([_ops.matmul(w, Pr), -_ops.matmul(ws, Pr)])
-    # The ridge is measured in the rows' total weight, not in G: in 1-D (or wherever every row
-    # projects inside the line) no direction is across it, G is 0 up to rounding, and a ridge
-    # in its own trace let that rounding through (offsets of 1e23, infinite losses).
-    ridge = DRIFT_RIDGE * 0.5 * (jnp.sum(w) + jnp.sum(ws * s)) + jnp.finfo(dt).tiny
+    # The ridge is DRIFT_RIDGE times G's mean diagonal, floored by the rows' total weight: in 1-D
+    # (or wherever every row projects inside the line) no direction is across it, G is 0 up to
+    # rounding, and a ridge in its own trace alone let that rounding through (offsets of 1e23,
+    # infinite losses).
+    floor = (jnp.sum(w) + jnp.sum(ws * s)) / (4 * d)
+    ridge = DRIFT_RIDGE * jnp.maximum(jnp.trace(G) / (2 * d), floor) + jnp.finfo(dt).tiny
     out = jnp.linalg.solve(G + ridge * jnp.eye(2 * d, dtype=dt), b)[:d]
     return jnp.where(jnp.isfinite(out), out, 0.0)
 
@@ -185,9 +187,10 @@ def offset_fit(rows, w, s, verts, nv) -> Array:
       verts: (V, d) the line's vertices; nv: their number (≥ 2).
 
     Returns:
-      (d,) o. A ridge of DRIFT_RIDGE times the rows' mean weight keeps
-      directions no row sees (along a straight line; every direction in 1-D)
-      at 0; zeros when every weight is 0.
+      (d,) o. A ridge of DRIFT_RIDGE times the mean diagonal (at least a
+      share of the rows' total weight) keeps directions no row sees (along a
+      straight line; every direction in 1-D) at 0; zeros when every weight
+      is 0.
     """
     pj = geometry.polyline_projection(rows, verts, nv)
     return _fit(*across(rows, verts, pj["segment"], pj["t"]), w, s)
