@@ -7,10 +7,11 @@ as many entries: one configuration compiles a few scan variants).
 
 JAX keeps its own staging and executable caches, which cannot be emptied for
 one program alone; so once the package's caches have evicted `cache_size()`
-configurations, the package also empties JAX's caches (`jax.clear_caches`,
-outside any trace) and hands the freed heap back to the operating system.
-Programs still in use compile again on their next call. ``set_cache_size(n, clear_jax=False)`` keeps JAX's
-caches (resident memory then grows by about 100 MiB per configuration).
+entries (a configuration leaves two or three caches), the package also
+empties JAX's caches (`jax.clear_caches`, outside any trace) and hands the
+freed heap back to the operating system. Programs still in use compile again
+on their next call. ``set_cache_size(n, clear_jax=False)`` keeps JAX's caches
+(resident memory then grows by about 100 MiB per configuration).
 """
 from __future__ import annotations
 
@@ -79,9 +80,9 @@ class _LRU:
         while len(self._data) > self.maxsize:
             self._data.popitem(last=False)
             _evicted += 1.0 / self._scale
-        # emptying JAX's caches makes every program compile again, so once per `cache_size()`
-        # configurations turned over (each counts in about two caches), not at every eviction
-        if _clear_jax and _evicted >= 2 * _size:
+        # emptying JAX's caches makes every program compile again, so not at every eviction: once
+        # per `cache_size()` entries evicted (a configuration leaves two or three caches)
+        if _clear_jax and _evicted >= _size:
             _jax_clear_pending = True
 
     def cache_clear(self) -> None:
@@ -118,7 +119,7 @@ def set_cache_size(n: int, clear_jax: bool = True) -> None:
 
     Args:
       n: configurations per cache (default 4).
-      clear_jax: once `n` configurations have been evicted, also empty JAX's
+      clear_jax: once `n` entries have been evicted, also empty JAX's
         caches and return the freed memory (module docstring); False keeps
         JAX's caches, so a process's memory grows with every configuration
         it ever built.
