@@ -326,3 +326,29 @@ def test_smoothed_grad_pacbo_two_hyper_parameters_match_finite_difference():
     est = D.smoothed_grad(learner, KEY, streams, learner.params, names, lt, **kw)
     assert bool(jnp.all(jnp.isfinite(est.grad)))
     _assert_matches_smoothed_fd(learner, streams, names, lt, est, kw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [{}, {"preset": "paper"}, {"split_guard": False}, {"tracking": False}],
+                         ids=["default", "paper", "no-split-guard", "no-tracking"])
+def test_pacbo_tangent_equals_a_central_difference(options):
+    """PACBO's pathwise derivative (forward mode, float64) equals a central difference on smooth
+    (stream, key, direction) cases: the difference quotient must agree at h = 1e-5 and 1e-6 (else
+    a discrete choice flips inside the step and the case is not smooth), then the tangent must
+    equal it to 1e-6 relative. ``preset="paper"`` (no cap on λ: inf / σ²) gave a NaN tangent."""
+    learner = js.pacbo(6, 64, 30, **options)
+    f = jax.jit(lambda x, k: D.stream_loss(learner, k, x, reverse_mode=False))
+    tangent = jax.jit(lambda x, k, v: jax.jvp(lambda y: D.stream_loss(learner, k, y, reverse_mode=False),
+                                              (x,), (v,))[1])
+    smooth = 0
+    for case in range(8):
+        xs = _cubic(1, 59, seed0=100 + case)[0]
+        key = jax.random.key(case)
+        v = jnp.asarray(np.random.default_rng(case).normal(size=xs.shape))
+        cd = [float((f(xs + h * v, key) - f(xs - h * v, key)) / (2 * h)) for h in (1e-5, 1e-6)]
+        if abs(cd[0] - cd[1]) > 1e-6 * abs(cd[1]):
+            continue
+        smooth += 1
+        t = float(tangent(xs, key, v))
+        assert abs(t - cd[1]) <= 1e-6 * abs(cd[1]) + 1e-9, (case, t, cd)
+    assert smooth >= 3  # the paper preset's choices flip inside the step more often (3 of 6 smooth)

@@ -464,7 +464,10 @@ def round_target(state: State, config: Config = Config()) -> RoundTarget:
                                          params.noise_prior_points)
         var_k = jnp.where(jnp.isnan(var_k), jnp.nan, pooled_k)
         sig2_price = guarded_noise_variance(sig2_price, var_k, n_f, d)
-    lam = jnp.minimum(lam, params.lambda_cap / (2.0 * sig2_price))
+    # No cap (lambda_cap = inf) must not reach the derivative: inf / σ² has an infinite tangent,
+    # and min's rule multiplies the unselected tangent by 0 (NaN).
+    capped = jnp.isfinite(params.lambda_cap)
+    lam = jnp.where(capped, jnp.minimum(lam, jnp.where(capped, params.lambda_cap, 1.0) / (2.0 * sig2_price)), lam)
     lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
     ball = params.prior_scale * R
     w_max = weight * jnp.where(rows.valid[2], rows.max_within[2], rows.max_within[1])
