@@ -13,6 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._caches import cached
 from ._checks import is_concrete
+from ._loops import static_if_differentiated, static_trip_counts_enabled
 from ._core import PRNGKey, State, StreamLearner, TraceFn, _compiled_scan, _prepare_stream, _resolve_trace
 
 __all__ = ["init_streams", "run_streams"]
@@ -121,14 +122,16 @@ def _is_global_tree(tree) -> bool:
 
 
 @cached(4)
-def _jitted_init(init, in_axes):
+def _jitted_init(init, in_axes, static_loops: bool):
     # jitted (not op by op), so that one device and a mesh run the same fused
-    # program and agree bit for bit
+    # program and agree bit for bit; `static_loops` (`jaxstream._loops`) is part of the key
+    del static_loops
     return jax.jit(jax.vmap(init, in_axes=in_axes))
 
 
 @cached(4)
-def _sharded_init(init, devs: tuple, impl, x_init_batched: bool, params_batched: bool):
+def _sharded_init(init, devs: tuple, impl, x_init_batched: bool, params_batched: bool, static_loops: bool):
+    del static_loops  # part of the key
     mesh, rows, _ = _mesh(devs)
 
     def local(kd, x_inits, params):
@@ -140,7 +143,8 @@ def _sharded_init(init, devs: tuple, impl, x_init_batched: bool, params_batched:
 
 
 @cached(4)
-def _sharded_scan(update, trace_fn, all_valid: bool, masked: bool, devs: tuple, impl):
+def _sharded_scan(update, trace_fn, all_valid: bool, masked: bool, devs: tuple, impl, static_loops: bool):
+    del static_loops  # part of the key
     mesh, rows, _ = _mesh(devs)
     run = _compiled_scan(update, trace_fn, all_valid, masked, True)
 
@@ -182,9 +186,15 @@ def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
         params = learner.params
     devs = _resolve_devices(devices)
     in_axes = (0, 0 if x_init_batched else None, 0 if params_batched else None)
+    with static_if_differentiated(x_inits, params):  # jax.grad through it needs no context
+        return _init_streams(learner, keys, x_inits, params, in_axes, devs, x_init_batched, params_batched, gather)
+
+
+def _init_streams(learner, keys, x_inits, params, in_axes, devs, x_init_batched, params_batched, gather):
+    static = static_trip_counts_enabled()
     if len(devs) == 1 and jax.process_count() == 1:
         with jax.default_device(devs[0]):
-            return _jitted_init(learner.init, in_axes)(keys, x_inits, params)
+            return _jitted_init(learner.init, in_axes, static)(keys, x_inits, params)
     kd, impl = _key_parts(keys)
     B = kd.shape[0]
     B_pad = -(-B // len(devs)) * len(devs)
@@ -192,7 +202,7 @@ def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
     args = (_place(kd, rows, B_pad),
             _place(x_inits, rows, B_pad) if x_init_batched else _replicate(x_inits, repl),
             _place(params, rows, B_pad) if params_batched else _replicate(params, repl))
-    out = _sharded_init(learner.init, devs, impl, x_init_batched, params_batched)(*args)
+    out = _sharded_init(learner.init, devs, impl, x_init_batched, params_batched, static)(*args)
     return _finish(out, B, gather)
 
 
@@ -274,6 +284,11 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
         flat, flat_mask, all_valid = _prepare_stream(xnp.reshape(xs, (B * T, d)), flat_mask, nonfinite)
         xs = flat.reshape(B, T, d)
         mask = None if flat_mask is None else flat_mask.reshape(B, T)
+    with static_if_differentiated(xs, states):  # jax.grad through it needs no context
+        return _run_streams(learner, keys, xs, states, mask, trace_fn, all_valid, devs, B, step_offset, gather)
+
+
+def _run_streams(learner, keys, xs, states, mask, trace_fn, all_valid, devs, B, step_offset, gather):
     if len(devs) == 1 and jax.process_count() == 1:
         run = _compiled_scan(learner.update, trace_fn, all_valid, mask is not None, True)
         with jax.default_device(devs[0]):
@@ -281,7 +296,8 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
     kd, impl = _key_parts(keys)
     B_pad = -(-B // len(devs)) * len(devs)
     _, rows, repl = _mesh(devs)
-    run = _sharded_scan(learner.update, trace_fn, all_valid, mask is not None, devs, impl)
+    run = _sharded_scan(learner.update, trace_fn, all_valid, mask is not None, devs, impl,
+                        static_trip_counts_enabled())
     args = [_place(kd, rows, B_pad), _place(xs, rows, B_pad), _place(states, rows, B_pad)]
     if mask is not None:
         args.append(_place(mask, rows, B_pad))

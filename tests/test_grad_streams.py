@@ -136,6 +136,27 @@ def test_reverse_mode_through_run_stream_and_init_needs_no_context(name):
     js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))  # undifferentiated: the dynamic form
 
 
+def test_reverse_mode_through_init_streams_and_run_streams_needs_no_context():
+    """The batched drivers too: `jax.grad` through `init_streams` and `run_streams` without
+    `static_trip_counts()` equals the gradient taken inside it (landmark MDS, 2 streams)."""
+    learner = js.landmark_mds(max_landmarks=6, n_components=2)
+    xs = _cubic(2, 40, seed0=7)
+    keys = jax.random.split(KEY, 2)
+
+    def total(xs):
+        states = js.init_streams(learner, keys, xs[:, :20])
+        _, losses = js.run_streams(learner, keys, xs[:, 20:], states)
+        return jnp.sum(losses)
+
+    def total_in_context(xs):
+        with js.static_trip_counts():
+            return total(xs)
+
+    g = jax.grad(total)(xs)
+    assert float(jnp.abs(g).sum()) > 0
+    chex.assert_trees_all_equal(g, jax.grad(total_in_context)(xs))
+
+
 def _final_state(learner, xs, n_init=20):
     from jaxstream._core import _scan_stream, _trace_loss
     with js.static_trip_counts():
