@@ -114,6 +114,17 @@ def test_grad_after_the_fast_forms_were_compiled_and_through_run_stream():
     chex.assert_trees_all_close(jax.grad(total)(xs), g, rtol=1e-9, atol=1e-12)
 
 
+def _assert_grad_needs_no_context(total, xs):
+    """jax.grad(total) without `static_trip_counts()` is nonzero and equals it taken inside."""
+    def total_in_context(xs):
+        with js.static_trip_counts():
+            return total(xs)
+
+    g = jax.grad(total)(xs)
+    assert float(jnp.abs(g).sum()) > 0
+    chex.assert_trees_all_equal(g, jax.grad(total_in_context)(xs))
+
+
 @pytest.mark.parametrize("name", ["pacbo", "landmark_mds"])
 def test_reverse_mode_through_run_stream_and_init_needs_no_context(name):
     """`jax.grad` of a loop over `init` and `run_stream` written as a user writes it, without
@@ -126,13 +137,7 @@ def test_reverse_mode_through_run_stream_and_init_needs_no_context(name):
         _, losses = js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))
         return jnp.sum(losses)
 
-    def total_in_context(xs):
-        with js.static_trip_counts():
-            return total(xs)
-
-    g = jax.grad(total)(xs)
-    assert float(jnp.abs(g).sum()) > 0
-    chex.assert_trees_all_equal(g, jax.grad(total_in_context)(xs))
+    _assert_grad_needs_no_context(total, xs)
     js.run_stream(learner, KEY, xs[20:], learner.init(KEY, xs[:20]))  # undifferentiated: the dynamic form
 
 
@@ -148,13 +153,7 @@ def test_reverse_mode_through_init_streams_and_run_streams_needs_no_context():
         _, losses = js.run_streams(learner, keys, xs[:, 20:], states)
         return jnp.sum(losses)
 
-    def total_in_context(xs):
-        with js.static_trip_counts():
-            return total(xs)
-
-    g = jax.grad(total)(xs)
-    assert float(jnp.abs(g).sum()) > 0
-    chex.assert_trees_all_equal(g, jax.grad(total_in_context)(xs))
+    _assert_grad_needs_no_context(total, xs)
 
 
 def _final_state(learner, xs, n_init=20):
