@@ -7,7 +7,7 @@ The public API, re-exported explicitly from the modules that define it:
   `read_npy_blocks`, `read_csv_blocks`), `config_record`;
 - the learners (factories returning a `StreamLearner`): `slpc`, `pacbo`,
   `landmark_mds`, and their NumPy wrappers `SLPC`, `PACBO`, `LandmarkMDS`
-  (all `StreamModel`s);
+  (all of them `StreamModel` subclasses);
 - the families' sub-packages `curves`, `clustering`, `embedding`, and the
   modules `checkpoint`, `datasets`, `differentiable`, `geometry`.
 """

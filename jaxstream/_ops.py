@@ -173,7 +173,7 @@ def rows_reduce(K: int, row: Callable[[int], Array], op: str = "min") -> Array:
     written first. Reference: one reduction of the stacked rows. CPU: a tree
     of elementwise operations (for K <= `TREE_ROWS`), which XLA fuses, masks
     included, into one loop that reads each column's K entries once; its
-    result is `materialize`d. Minima are exact in both; sums agree bit for
+    result goes through `materialize`. Minima are exact in both; sums agree bit for
     bit on integers and to rounding on floats (the order differs).
 
     Args:

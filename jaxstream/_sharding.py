@@ -255,7 +255,7 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
         a list of `jax.Device`. One device: a plain jitted vmap.
       gather: several processes only: True (default) returns NumPy results,
         the padding dropped, on every process (an all-gather of the states and
-        traces); False returns global `jax.Array`s sharded over the processes
+        traces); False returns global ``jax.Array`` values sharded over the processes
         (then B must be a multiple of the device count).
 
     Returns:

@@ -12,7 +12,21 @@ from typing import NamedTuple
 
 import numpy as np
 
+__all__ = [
+    "USGS_FILE", "SEISMIC_BOX", "cubic_curve", "make_cubic_stream", "true_curve_sqdist",
+    "curve_sqdist", "table2_curve", "make_table2_stream", "helix_curve", "make_helix_stream",
+    "Earthquakes", "load_earthquakes", "seismic_stream", "load_csv_points", "make_s_curve",
+    "PACBO_MEANS", "random_route", "make_route_stream", "make_commute_stream",
+    "rounded_rectangle_sqdist", "make_loop_stream", "sine_arc_sqdist", "make_drifting_curve_stream",
+    "make_four_groups_stream", "make_drifting_clusters_stream", "make_ramp_clusters_stream",
+    "nearest_past_point_loss", "last_points_oracle_loss", "TRACES", "EARTH_RADIUS_KM",
+    "lonlat_to_local_km", "load_trace", "CurveStream", "CURVE_FAMILIES", "curve_family",
+    "FERRY_TERMINALS", "ferry_lane",
+]
+
+#: The shipped USGS catalogue (in ``jaxstream/data``) that `load_earthquakes` reads.
 USGS_FILE = "usgs_earthquakes_2020-08-21_2020-09-21.csv"
+#: The slpc paper's longitude/latitude box (degrees), the default of `seismic_stream`.
 SEISMIC_BOX = dict(lon_min=130.0, lon_max=180.0, lat_min=-70.0, lat_max=30.0)
 
 
@@ -136,7 +150,10 @@ class Earthquakes(NamedTuple):
 
     Attributes:
       time: (n,) ISO-8601 strings.
-      latitude, longitude, depth, magnitude: (n,) float64 arrays.
+      latitude: (n,) float64 degrees.
+      longitude: (n,) float64 degrees.
+      depth: (n,) float64 km.
+      magnitude: (n,) float64.
     """
 
     time: np.ndarray
@@ -889,6 +906,7 @@ def last_points_oracle_loss(xs, labels, window: int = 10, t0: int = 1, *, new_gr
 TRACES = {"staten_island_ferry": "ais_staten_island_ferry_2020-12.csv"}
 """Shipped trajectories: name -> CSV file in ``jaxstream/data`` (see its README.md for provenance)."""
 
+#: The Earth's mean radius (km), for projecting longitude/latitude to kilometres.
 EARTH_RADIUS_KM = 6371.0088
 
 

@@ -15,6 +15,12 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+__all__ = [
+    "safe_sqrt", "safe_norm", "segment_sq_dist", "segment_mask", "polyline_sq_dist",
+    "polyline_projection", "polyline_length", "soft_polyline_sq_dist", "snap_to_lattice",
+    "lattice_stencil", "lattice_neighbours",
+]
+
 Array = jax.Array
 
 

@@ -1,99 +1,28 @@
 """PACBO's forgetting: drop a cluster's old points when its points move in time, and the trail it left.
 
 A reservoir keeps a uniform sample of the whole past, which is what the
-paper's guarantee is about, and is what a stationary stream wants. When the
-groups move, the old points of a group stay where the group was: the
-quasi-posterior keeps (or adds) centres on the group's trail and predicts
-with a centre that lags behind it. A window forgets everything older than H
-points, including groups that simply stopped sending (the ten-group ramp).
+paper's guarantee is about and what a stationary stream wants; but when
+groups move, a group's old points stay where it was and the quasi-posterior
+keeps centres on its trail. A window forgets every group that stops
+sending. This module forgets per cluster, and only on evidence:
 
-This module forgets per cluster, and only on evidence. After each round, with
-the new partition ĉ_{t+1}, every stored point is assigned to its nearest
-active centre, and for every cluster j:
+* `drift_statistics`: after each round, every cluster's trend test (a
+  least-squares line of its points' positions on their arrival times,
+  against the χ²_d quantile of `chi2_quantile`) and the trails that moving
+  clusters left;
+* `forget_moved`: a moving cluster keeps only its m newest points, and
+  trails go (``tracking=False``);
+* `track_moved`: a moving cluster keeps its points and moves them with it,
+  at a velocity read from them, through turns too (the learner's default).
 
-* **Trend.** A least-squares line of position on arrival time through the
-  cluster's settled points (all but the last `_SETTLE` rounds': a new group's
-  first points land in a neighbour's cluster until the chain gives them a
-  centre). Its statistic ``z_j = ||s_ty||² / (s_tt · s_j²)`` (explained over
-  residual variance per coordinate) is ≈ χ²_d when the group does not move.
-  It counts only where the line leaves at most ``continuity``·σ̂² of residual
-  variance, the cluster has at least 2m settled points (m =
-  ``Config.recent_size``) and its arrivals are steady (no gap longer than
-  about the longest of n exponential gaps): a step in time, two blobs, is not
-  a movement. z_j above the exact χ²_d quantile of level
-  ``Params.drift_level`` fires: the cluster's points move with it
-  (**Tracking** below, the default) or, with ``tracking=False``
-  (`forget_moved`), it keeps only its m newest points.
-* **Trail.** A stale cluster (no point for 4 of its mean gaps) whose mean
-  lies on a moving cluster's line extrapolated back to the stale cluster's
-  mean arrival time (within the χ²_d 1e-3 quantile of the two means' and the
-  line's standard errors) is what that group left behind: all its points go.
-  The line is trusted back to ``dt² ≤ _REACH · S_tt`` only: on the ten-group
-  ramp a chance trend in the newest group's few rounds, extrapolated 130
-  rounds back, otherwise landed on old groups and erased them. A point in
-  another cluster that arrived before a moving cluster's m newest and lies
-  where that cluster's line puts the group at the point's arrival time goes
-  too (a lagging centre that still gets a tail point now and then is never
-  stale).
+A group that simply stops sending is remembered; ``drift_level = 0`` never
+forgets (the plain reservoir, bit for bit). Once a cluster forgets, the
+paper's regret bound holds only for each remembered stretch.
 
-**Tracking** (`track_moved`, ``Config.tracking``, the default since 0.4.5). Dropping a moving
-cluster's old points leaves it a handful (its m newest), too few to keep two
-nearby groups apart or a group whole: on four groups drifting +20 in x the
-final k̂ is right in 78 % of runs. With tracking every stored point carries
-a velocity, its cluster's. When the trend test fires, the slope the cluster's
-points still show is the velocity they lack. It is read from the best (most
-variance explained) of a straight line of position on arrival time and three
-hinged ones, lines on max(time, cut) with the cut at the cluster's 12th, 24th
-or 48th newest settled point (each only where the cluster has twice as many):
-after a turn the error the points carry is flat for points older than the
-turn and grows with age after it, a hockey stick that a straight line reads
-late and halfway. Each point within the line's reach, and no older than
-the cut, moves by slope·age and its velocity grows by the slope; beyond the
-reach a point goes, like a trail, and after a turn the points older than
-the cut go, as `forget_moved` forgets a moving cluster's old points. The slope is shrunk by (1 − q/z)₊
-(q the test's threshold, z the chosen line's statistic): a false alarm on a
-standing group, z just above q, moves it by little, while a real movement
-keeps firing until its points stand still relative to each other. Then all
-points of a cluster take the mean velocity of its older points (a point that
-changes cluster changes velocity), and every point of a cluster that is not
-stale moves one round on: the points stand where the group will be at the
-next round. A cluster that stops receiving points stops moving; if its
-velocity times the shorter of (rounds since its last point, its points'
-span) exceeds the trail tolerance, it is lost (points a group left behind
-when it turned, carried on with the old velocity) and goes; a group that
-stopped after 20 points with a false alarm's velocity stays. A centre
-born this round over points no older than `_YOUNG` rounds (a new group)
-starts standing: its first points landed in a neighbour's cluster and took
-its velocity, which would otherwise pass from group to group (on the
-ten-group ramp a false alarm's velocity reached every later group, whose
-points then looked like a moving cluster's trail and went).
-Measured (seeds 1200–1249 × 2 keys, used for nothing else, T = 400 for the
-drifting families; benchmarks/README.md, "Tracking by default"), tracking
-against ``tracking=False``, P(k̂_T = k) and loss / oracle: four groups
-drifting +20 in x 93 % at 0.89× the last-10 oracle (85 %, 1.06×); a drift
-that turns (+10 in x, then +10 in y) 87 %, 1.06× (88 %, 1.06×); two groups
-crossing, two standing 94 %, 1.02× (98 %, 1.07×); four groups in 5-D 96 %,
-0.98× (96 %, 1.08×); stationary families (four, unequal, 3σ apart, six in
-3-D, the ten-group ramp, four standing at T = 400) within 0.7 % of the
-loss, k̂ within 1–4 points either way. Where groups cross, k̂ is right a few
-points less often (94–97 % against 96–99 % on three seed sets) at a lower
-loss. With tracking the regret statement below holds for the remembered
-points as moved, positions the learner predicted rather than observed; we
-prove nothing about it.
-
-Freed slots take the next arrivals before the reservoir replaces anything.
-A group that simply stopped sending is remembered (it is not on a moving
-cluster's path). ``drift_level = 0`` never forgets: the plain reservoir, bit
-for bit.
-
-What the guarantee becomes: between two forgettings of a cluster the learner
-is the paper's PACBO on the remembered points, so the regret bound holds
-against the best partition of the remembered stretch (a tracking guarantee
-whose stretches are chosen by the test); we prove nothing beyond that. The
-test's level is per cluster and round, and rounds are strongly dependent, so
-a stationary stream of T rounds sees far fewer than T·k·level false alarms
-(measured in the tests), but not zero: a false alarm costs the cluster its
-old points, which the next rounds' points replace.
+How it works, in detail (the test, trails, tracking, what the guarantee
+becomes): the documentation's "How PACBO works" page
+(docs/internals/pacbo.md), sections "Forgetting" and "Tracking"; the
+"module docstring" that docstrings here cite means those sections.
 """
 from __future__ import annotations
 

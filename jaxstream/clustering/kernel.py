@@ -1,46 +1,24 @@
 """Reversible-jump independence Metropolis–Hastings over (k, centres), proposals scored as one batch.
 
-A round's proposal family g is a fixed mixture over a few rows (in PACBO the
-k-means rows for k̂ − 1, k̂, k̂ + 1 of the round's start, `ProposalFamily`)::
-
-    g(k, c) = w_r · (1/S)·Σ_u t_ν(c; m_r, u²·diag(s_{r,j}²))        (row r has k_r = k)
-
-with w_r fixed row weights, u one of S scale multipliers, and t_ν the
-(k·d)-dimensional Student t (ν = ``df`` degrees of freedom) of all active
-centres together, located at the row's means, with shape s_{r,j}² on the d
-coordinates of centre j (one χ² mixing variable per proposal: cheaper to
-draw than one per centre, and heavier-tailed jointly). g does not depend on the
-chain's state, so the chain is an independence sampler on the union of the
-rows' dimensions: a proposal x' is accepted with probability
-min(1, w(x')/w(x)), w = target/g. It is exactly reversible with respect to
-the target restricted to the rows' values of k (in PACBO: {k̂−1, k̂, k̂+1}),
-whatever the rows' means and scales are.
-
-Label switching: a target that is symmetric in the centres (PACBO's is)
-has k! copies of every partition. g sits at one labelling (its rows'), so
-with well-separated rows the chain visits one copy and its k-marginal is
-∝ Z_k/k!, i.e. it samples partitions (unordered sets of centres) under the
-prior q(k)/k! on them. ``symmetrize=True`` proposes ĝ, g followed by a
-uniformly random relabelling, whose density sums over the k! relabellings;
-the chain then samples the ordered-tuple target exactly (tested against
-quadrature), at a cost in p! that only small p can afford.
-
-Because proposals do not depend on the state, all N proposals of a chain are
-drawn before the chain runs and their log targets computed as one batch
-(``logdensity_fn(centers (N, p, d), k (N,)) -> (N,)``); the chain itself is
-then a `lax.scan` over N scalars. Several chains (``n_chains``) are a leading
-axis of the same batch. With a target that can be evaluated one block of
-centre slots at a time (`quasi_posterior.LogTarget`), the batch is never
-materialised as (N, p, d): each proposal's draws are a counter-mode function
-of (block, proposal index) (`_rng`), so `sample_chain` draws and scores
-`PROPOSAL_BLOCK` slots of `PROPOSAL_CHUNK` proposals at a time (up to the
-largest k drawn) and, after the scan, draws again only the blocks it needs
-for the final state and the path mean. The proposals are the same as
-`sample_proposals`' (tested).
+A round's proposal family g (`ProposalFamily`) is a fixed mixture over a
+few rows (in PACBO the k-means rows for k̂ − 1, k̂, k̂ + 1): each row
+proposes all its centres together from a Student t around the row's means,
+at one of a few scale multipliers. g does not depend on the chain's state,
+so the chain is an independence sampler, exactly reversible with respect to
+the target restricted to the rows' values of k, whatever the rows' means
+and scales are. For the same reason all proposals of a chain are drawn and
+scored as one batch before it runs, and the chain itself is a `lax.scan`
+over scalars; with a target evaluable one block of centre slots at a time
+(`jaxstream.clustering.quasi_posterior.LogTarget`) the batch is never
+materialised as (N, p, d).
 
 Shape (BlackJAX style): `ChainState`, `ChainInfo`, `init`,
 `build_kernel` (one step), `sample_chain` (N steps, batched), and
 `log_proposal_density` / `sample_proposals`.
+
+How it works, in detail (the proposal density, label switching and
+``symmetrize``, the blocked draws): the documentation's "How PACBO works"
+page (docs/internals/pacbo.md), section "The reversible-jump kernel".
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from .. import _ops
 from .._loops import fori_upto
 
 Array = jax.Array
+#: Centre slots scored at a time: nothing of size (points, max_clusters, d) is stored.
 CENTER_BLOCK = 8
 
 __all__ = ["CENTER_BLOCK", "GREEDY_CANDIDATES", "sq_distances", "center_mask", "nearest_center",
@@ -197,7 +198,8 @@ def add_farthest_center(points: Array, point_mask: Array, centers: Array, n_clus
     return jnp.where(n_clusters < p, new, centers)
 
 
-GREEDY_CANDIDATES = 32  # stored points tried as the seed of the k̂ + 1 row's second start
+#: Stored points tried as the seed of the k̂ + 1 row's second start.
+GREEDY_CANDIDATES = 32
 
 
 def add_greedy_center(points: Array, point_mask: Array, centers: Array, n_clusters, sq_dist: Array,

@@ -3,164 +3,30 @@
 Li, Guedj & Loustau, "A quasi-Bayesian perspective to online clustering",
 Electron. J. Stat. 12 (2018); the authors' R package PACBO 0.1.0.
 
-After each observation x_t the learner keeps the Gibbs quasi-posterior of
-`jaxstream.clustering.quasi_posterior` over partitions c = (c_1 … c_k),
-1 ≤ k ≤ p (``max_clusters``), and draws the next partition ĉ_{t+1} from it
-with one short reversible-jump chain per round. A round:
+PACBO summarises a stream by cluster centres whose number k̂ changes over
+time (1 ≤ k̂ ≤ p = ``max_clusters``). After each observation the learner
+holds the Gibbs quasi-posterior of `jaxstream.clustering.quasi_posterior`
+over partitions and draws the next partition from it with one short
+reversible-jump chain (`jaxstream.clustering.kernel`) over k̂ − 1, k̂ and
+k̂ + 1 centres, proposed around warm-started k-means rows
+(`jaxstream.clustering.lloyd.proposal_rows`). Lengths are measured in units
+of the estimated noise scale σ̂, so with ``radius=None`` the learner is
+equivariant under scale and shift of the data. Beside the partition, recent
+points that no centre explains predict as provisional centres, and the
+reservoir history forgets, or moves along, clusters whose points move
+(`jaxstream.clustering.forgetting`).
 
-1. records the prequential loss ℓ(ĉ_t, x_t) and stores x_t in the history;
-2. computes the k-means rows for k̂ − 1, k̂, k̂ + 1, warm-started from ĉ_t
-   (`jaxstream.clustering.lloyd.proposal_rows`, a few Lloyd iterations on the
-   active slots only);
-3. fixes the round's target: the noise scale σ̂ (within-cluster standard
-   deviation per coordinate, from the k̂ + 1 row), λ_t, λ_{2,s}, the price of
-   a centre and the prior rate η_t (`quasi_posterior`), all functions of the
-   history and ĉ_t. λ_t and λ_{2,s} are the spec's formulas in units of σ̂
-   (λ_t ∝ 1/(R·σ̂)), so the learner is equivariant under scale and shift of
-   the data (with ``radius=None``), and equals the spec's where σ̂ = 1;
-4. fixes the proposal family: a row drawn uniformly among the valid ones,
-   then each centre c'_j ~ t_3(m_j, s_j²·I) around the row's k-means centre,
-   with a per-centre scale in the data's units
-   ``s_j = exp(log_scale) / √(2·λ_t·n_j)`` (n_j the points of cluster j: the
-   spread of the quasi-posterior of c_j when its points are fixed);
-5. runs ``n_chains`` independence MH chains of ``n_steps`` steps from
-   (k̂, ĉ_t) (`jaxstream.clustering.kernel`): the proposals' energies as one batch
-   (drawn and scored 4 centre slots × 20 proposals at a time: nothing of size
-   (N, p, d) or (N, H) is stored), then a scan over scalars. Each round's chain is exactly
-   reversible for the round's target restricted to k ∈ {k̂−1, k̂, k̂+1}; k̂
-   can move by one per round;
-6. keeps an estimate: k̂_{t+1} is the chain's final k and, with
-   ``estimate="mean"`` (default), ĉ_{t+1} the chain's time average of the
-   centres over its steps at k̂_{t+1} (the quasi-posterior mean given k̂,
-   which predicts better than a draw: a draw adds about d/(2λ·n_j) to each
-   point's expected loss); ``estimate="last"`` keeps the last state (a draw,
-   as in the spec and the R package). Several chains: k̂ is the most common
-   final k (ties: the smaller) and ĉ the slot-wise mean of the estimates of
-   the chains ending at k̂. P(k) (``info.k_probs``) is the share of steps,
-   over all chains, spent at each k. A round with one point so far (or all
-   points equal) has no spread to measure: ĉ is that point, k̂ = 1;
-7. adapts ``log_scale`` between rounds (never within one, so each round's
-   chain stays reversible): each round proposes at the two scales
-   exp(log_scale)·scale_spread^{∓1} (a fixed scale mixture), and
-   ``log_scale`` moves by ``adapt_rate·log(scale_spread)`` times the relative
-   difference of their mean acceptance probabilities, towards the better one,
-   clipped to [log 1/4, log 4].
+This module provides `pacbo` (the `jaxstream.StreamLearner` factory, with
+`PRESETS`: ``preset="paper"`` is the spec's and the R package's algorithm),
+its functions `init`, `update` (one round), `predict` (stable cluster
+labels, not slots), `loss`, `soft_loss`, `soft_assign`, `cluster_sizes`,
+and `round_target` (a round's target and proposal family), `effective_count`
+and `check_radius`.
 
-Labels: each centre slot carries a stable integer id, and the k-means rows
-carry them along (`proposal_rows`): row k̂ keeps ĉ_t's labels, row k̂ + 1
-gives its new centre the label ``next_id`` (never used before), row k̂ − 1
-drops the label of the centre it removed. The chain's proposals sit around
-one row per k, so ĉ_{t+1} takes the labels of the row of its k̂_{t+1}: a
-cluster keeps its label when others appear or vanish; `predict` returns ids,
-not slots.
-
-Radius: with ``radius=R`` the prior ball is centred at the origin (spec) and
-a point outside it is learned as it is with ``info.outside_radius`` True (the
-wrapper raises instead). With ``radius=None`` (NaN in the params) the learner
-standardises the ball to the stream: its centre o is the mean of ``x_init``
-(or the first point) and R_t = max_{s≤t} ||x_s − o|| grows with the stream,
-so no later point is ever outside it. λ_t uses R_t (λ can only decrease when R
-grows). The first point's loss is measured from the initial centre (the mean
-of ``x_init``, or the origin), the one loss that is not shift-equivariant; it
-enters the second-order term of S as 0 (there was no partition to predict with).
-
-Defaults (issue 25): price_scale = 2 with the price set by the widest
-cluster (`quasi_posterior`), lambda_scale = 10, lambda_cap = 1, chosen on
-tuning streams (`benchmarks/bench_pacbo.py --families --tune`: the four groups
-of the slides, 50 points each, and the ten-group ramp, seeds 100–123, T = 200;
-the price's rule also on four groups of unequal sizes and spreads, seeds
-100–123). The earlier defaults (price of an average cluster with
-price_scale 1, lambda_scale 5, no cap) let k̂ run away upwards: once a
-spurious centre is accepted, σ̂ (measured on the k̂ + 1 row) shrinks, which
-lowered the price and raises λ ∝ 1/σ̂, so the next split was cheaper (one
-stream went to k̂ = 12 on four groups). The cap λ_t ≤ lambda_cap/(2σ̂²) keeps
-the quasi-posterior no sharper than the Gaussian likelihood of noise σ̂ in
-the first rounds, where λ ∝ 1/√n is large and σ̂ rests on a few degrees of
-freedom. The split guard (``split_guard=True``, `quasi_posterior`, "Split
-guard") takes the price and the cap from the k̂ row's noise level while the
-k̂ + 1 row's extra centre is within what a split of noise gives, which stops
-a young group being split over its own first points (held out: the ramp's
-mean |k̂_t − k_t| 0.46 → 0.32). ``preset="paper"`` (`PRESETS`) restores the
-spec's and the R package's choices.
-
-Provisional centres (issue 25): the quasi-posterior rightly waits for a
-few points before it opens a centre (a centre must pay its price), but a
-point that no cluster explains is evidence of a group the partition does not
-have yet. The learner keeps its last A = ``provisional_size`` points (8), and
-after each round marks those whose squared distance to every centre of
-ĉ_{t+1} exceeds q·σ̂² (q the χ²_d quantile at ``provisional_level``, 1e-3; σ̂
-the round's noise scale): they predict as provisional centres. `loss` (the
-prequential loss, ``info.loss``) and `soft_loss` use them beside the
-partition; k̂, the centres, the labels of `predict`, the quasi-posterior (its
-second-order term uses the partition's own loss) and `cluster_sizes` do not.
-A provisional centre stops predicting when the partition explains it (a
-centre opens near it) or after A rounds. The threshold is in units of σ̂, so
-the marks do not change with the data's units. On the
-ten-group ramp (a new group every 20 points) the partition opens a new
-group's centre after its 2nd–5th point; predicting its 2nd point by its 1st
-is what the running-mean oracle does (tuning seeds: loss 1.35× → 0.96× the
-oracle). On groups that are all present from the start nothing is
-unexplained at level 1e-3 and the loss is unchanged to 0.4 %.
-While σ̂ rests on fewer than ``PROVISIONAL_FREE_DOF`` (2) residual points
-(n − k̂ − 1, the first few rounds) there is no scale to test against: whether
-two far-apart points are one group or two is then a coin the prior tosses,
-and the costs are lopsided (predicting a point of a group by a point of
-another costs far more than predicting it by its group-mate instead of the
-group's mean), so every ring point off a centre predicts.
-``provisional_level=0`` (and ``preset="paper"``) predicts with the partition alone.
-
-History: a ``history_size`` buffer of points with the loss of their
-prediction and their arrival index. ``history_policy="reservoir"`` (default)
-keeps a uniform sample of the points it remembers (Vitter's algorithm R) and
-multiplies the buffer's sum by n_remembered/n_stored: S_t is an unbiased
-estimate of the remembered past's, and with nothing forgotten (a stationary
-stream, or ``drift_level=0``) the paper's guarantee (regret against the best
-fixed partition of the whole stream, O(√T) with λ ∝ 1/√T) is the one it
-approximates.
-
-Forgetting (issue 22; `jaxstream.clustering.forgetting`): after each round
-every cluster of ĉ_{t+1} is tested for movement, a linear trend of its
-points' positions in their arrival times (χ²_d at level ``drift_level``,
-default 3e-3, on the points older than the last 4 rounds, only where the
-line leaves at most 1.3 σ̂² of residual variance and the arrivals have no
-long gap). A moving cluster's points move with it (``tracking``, below, the
-default since 0.4.5) or, with ``tracking=False``, it keeps its
-``recent_size`` (6) newest points; a cluster that stopped receiving points and lies on a moving cluster's line
-at its own arrival times (the trail a moving group leaves) is forgotten
-whole. A group that stops sending (the ten-group ramp) shows no trend and is
-remembered. Freed rows take the next points first. The guarantee becomes a
-tracking one: between two forgettings PACBO runs on the remembered points,
-so the bound holds against the best partition of each remembered stretch,
-whose ends the test chooses; we prove nothing beyond the paper's bound for
-each stretch. Measured (`bench_pacbo.py --drift`, held-out seeds 200–249 × 2
-keys, T = 400; defaults chosen on seeds 100–111 of the drifting groups and
-the ramp): four groups whose means move +20 in x, against an oracle
-predicting with each group's last 10 points: keeping the newest points
-(``tracking=False``) 1.06× the oracle and k̂_T = 4 in 78 % of runs (code
-17d3a68), against 2.14× and 0 % without forgetting (``drift_level=0``: old
-centres stay, new ones are added). What false alarms
-cost on stationary families (held-out seeds 500–549 × 2 keys, T = 200): loss
-within 1.5 % everywhere; P(k̂_T = k) four groups 1.00 → 1.00, ten-group ramp
-1.00 → 1.00, unequal groups 0.99 → 0.95, six groups in 3-D 0.96 → 0.96,
-groups 3σ apart 0.93 → 0.93.
-
-Tracking (the default since 0.4.5; ``tracking=False`` turns it off) keeps
-a moving cluster's points instead and moves them with it (a velocity per
-point, read through turns by a hinged line; `jaxstream.clustering.forgetting`,
-"Tracking"). On fresh seeds (1200–1249 × 2 keys) the drifting groups above
-end at k̂_T = 4 in 93 % [86, 97] of runs at 0.89× the oracle (85 %, 1.06×
-with ``tracking=False``); the loss is lower on every drifting family
-measured (turning, crossing, 5-D) and within 0.7 % on stationary ones; where
-groups cross, k̂ is right a few points less often (94 % against 98 %).
-
-``"window"`` keeps the last ``history_size`` = H points and uses them as if
-the stream started there (λ uses the window's size); it forgets every group
-that stops producing points (on the ten-group ramp H = 64 ends at k̂ ≈ 4 of
-10), so forgetting by test is the default. Where every group moves it is
-the steadier choice: on the drifting groups above H = 64 gives k̂_T = 4 in
-90 % of runs (the errors are merges) at 1.17× the oracle. Its guarantee is a bound on each
-stretch of H rounds (a PACBO restarted at round t − H, except that its
-chain starts from the current partition), O(√H) regret per stretch.
+How it works, in detail: the documentation's "How PACBO works" page
+(docs/internals/pacbo.md). The sections that docstrings here cite ("module
+docstring, steps 1–7", "Defaults", "Provisional centres", "Tracking") are
+that page's; how to use the learner: docs/guides/pacbo.md.
 """
 from __future__ import annotations
 
@@ -263,8 +129,8 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
       A `State` with params cast to the dtype of ``x_init``.
 
     Raises:
-      ValueError (concrete inputs): bad shape or non-finite ``x_init``; a
-      fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
+      ValueError: with concrete inputs, a bad shape or non-finite ``x_init``;
+        a fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
     """
     p, H, history_policy = config.max_clusters, config.history_size, config.history_policy
     x_init = check_points(x_init, "x_init")

@@ -5,109 +5,29 @@ After t points the quasi-posterior over partitions c = (c_1 … c_k) is::
     ρ̂(c) ∝ exp(−λ_t·S_t(c)) · q(k) · Π_{j≤k} U(c_j; ball(o, prior_scale·R))
     S_t(c) = Σ_s ℓ(c, x_s) + (λ_{2,s}/2)·(ℓ(c, x_s) − ℓ(ĉ_s, x_s))²,   ℓ(c, x) = min_j ||x − c_j||²
 
-with U the uniform density on a ball of centre o (the origin, or the
-stream's first point when the radius is learned) and radius 1.5·R.
+with U the uniform density on the prior ball and log q(k) = −η_t·k. Adding a
+centre can only lower S, so a centre must pay for itself. This module
+provides what a round fixes before its chain runs, as functions of the
+history and the current partition (so each round's target is fixed and its
+chain exactly reversible):
 
-Prior on k (``log q(k) = −η·k``, η ≥ 0, decreasing). Adding a centre can only
-lower S, so with a flat q the quasi-posterior's mass never decreases in k. A
-centre must pay for itself: we price it in the units of S. If a cluster were
-one isotropic Gaussian in d dimensions, the best split of it by one extra
-centre would lower its within-cluster sum of squares W_j by the fraction
-2/(π·d) (one coordinate's variance σ² drops to σ²·(1 − 2/π)). The price of a
-centre is ``price_scale`` times this saving for the cluster where a split
-saves most, the one with the largest W_j::
+* the temperatures λ_t and λ_{2,s} (`lambda_schedule`, `lambda2_schedule`)
+  in units of the noise scale σ̂ (`noise_variance`, `noise_dof`), pooled with
+  a guess σ₀ if one is given (`pooled_noise_variance`): λ·S does not depend
+  on the data's units;
+* the price of a centre (`centre_price`, its floor `singleton_bound`) and
+  the prior rate η_t (`prior_rate`);
+* the split guard (`noise_split_limit`, `guarded_noise_variance`): the price
+  and λ's cap use the k̂ row's noise level while the k̂ + 1 row's extra
+  centre may be splitting noise;
+* the energy and the log target, batched over proposals and evaluable one
+  block of centre slots at a time (`quasi_posterior_energy`, `energies`,
+  `log_prior`, `log_ball_volume`, `LogTarget`, `log_target_fn`).
 
-    P_t = max(price_scale · (2/(π·d)) · W_max, σ̂² · b_d(n)),    σ̂² = W_{k̂+1} / (d·(n − k̂ − 1))
-
-with W_max the largest W_j of the round's k̂ + 1 row (the largest k the round
-can reach: there a new group's first points have their own centre and do not
-inflate W_max) and σ̂² its within-cluster variance per coordinate with the
-degrees of freedom the centres use up removed (when n ≤ k̂ + 1 the k̂ row's
-W_{k̂}/(d·(n − k̂)) is used, and when n < k̂ + 1 the k̂ + 1 row is not proposed:
-at most one centre per point). The floor σ̂²·b_d(n) keeps centres on one or two
-points from being cheap: a centre on one point saves that point's squared
-distance, σ̂²·χ²_d for a noise point, so b_d(n) = min(d·log n, q_d(1/n)), with
-q_d(1/n) the χ²_d quantile that the largest of n noise points reaches (BIC's
-d·log n where d ≤ 2: q_2(1/n) = 2·log n exactly, q_1 is above it). BIC's price
-grows like d·log n, the largest noise distance only like d + 2·√(d·log n) +
-2·log n: in d = 30 BIC asked twice what a singleton can save (90 against 44 at
-n = 20), so well-separated groups waited for points they did not need. Five
-groups 8σ apart (`bench_pacbo.py --families`, held out): loss 1.231× → 1.131×
-the running-mean oracle in d = 30, 1.140× → 1.106× in d = 10; six groups in 3-D
-unchanged (1.163× → 1.164×); d ≤ 2 bit for bit. Default price_scale 2 (issue
-25, chosen on tuning streams: `jaxstream.clustering.pacbo`, "Defaults"): a
-noise split of the widest cluster must save twice its expectation. Earlier
-rules priced the average cluster (W_max replaced by the mean W_j, i.e.
-σ̂²·n/(k̂ + 1)): a split of a true group of above-average size
-or spread then paid for itself (four groups of unequal sizes and spreads:
-k̂_T = 4 in 21/48 runs, against 47/48 with W_max), and the price fell as
-spurious centres were accepted, so k̂ could run away upwards. The prior rate
-is ``η_t = λ_t·P_t + w·log n`` (nats per centre, w = ``log_n_weight``, default
-1/2). The log n term is for empty centres: a centre that captures no point
-saves nothing and costs no volume either (its quasi-posterior is uniform over
-most of the ball), so only q stops it; with w·log n its odds are at most
-n^−w (without it we measured k̂ drifting up to 20–47 on 200 points). Each
-centre also pays the uniform prior's volume (integrating it over the ball
-gives about ``(π/(λ·n_j))^{d/2} / vol(ball)``), which is what keeps a split of
-one cluster in two, whose saving grows like the price, from being accepted.
-We measured a variant that cancelled that volume term with η: it accepted
-spurious splits on short streams. We also measured the classification
-likelihood's own penalty in place of (or beside) P: a weight a times the
-partition's entropy Σ_j n_j·log(n/n_j) (nats at the cap, tempered with λ),
-which charges a noise split of a cluster of n points about a·n·log 2 but a far
-singleton only about a·(log n + 1), so a new group's first point could open its
-centre. On the tuning streams (24 × 2 keys) it brought the ramp's mean
-|k̂_t − k_t| from 0.46 to 0.12–0.16, but with one shared σ it split the widest
-group of the unequal family (P(k̂_T = 4) 0.98 → 0.33–0.90) or merged the slides'
-four groups (loss 1.03× → 1.11–1.46× the oracle), whatever a and price_scale
-(0.5–2). The wait for a new group's second point (most of the ramp's loss above
-the oracle) comes from λ below the cap (λ ∝ 1/√n): lambda_scale = 40 takes the
-ramp from 1.35× to 1.19× the oracle, but splits the unequal family's widest
-group (P 0.98 → 0.73). Both trade-offs come from one noise scale for all
-clusters.
-
-P_t is a fixed function of the history and of ĉ, computed before the round's
-chain, so each round's target is fixed and its chain exactly reversible.
-
-Temperatures (spec, R package, in units of the noise scale σ):
-λ_n = lambda_scale·(d+2)/(R·σ·max(n−1, 1)^lambda_power) (lambda_scale =
-2.5·coeff = 5, the R package's online mode) and λ_{2,s} =
-lambda2_scale·(d+2)·σ²/(√s·(prior_scale·R)^4). The spec's formulas are these
-with σ = 1 in the data's units; they make λ·S scale with the data (λ ∝ 1/R
-while S ∝ R²), so the same stream in other units gives other k̂. Measuring
-lengths in units of σ̂ (`noise_variance`, the within-cluster spread) makes
-λ·S and λ·λ_2·ℓ² scale-free, and they equal the spec's on the slides' streams
-(σ = 1). A guess σ₀ of the noise (``noise_scale``) is pooled with σ̂ as a
-scaled-inverse-χ² prior worth ``noise_prior_points`` points
-(`pooled_noise_variance`): in the first rounds σ̂ comes from a few points
-that cannot tell one group's spread from two groups (a first group split
-over its own points gives σ̂ ≪ σ and more centres; groups merged give
-σ̂ ≫ σ and fewer), and the guess settles them until the data outweigh it.
-
-Cap (``lambda_cap``, default 1): λ_t ≤ lambda_cap/(2σ²). At λ = 1/(2σ²),
-exp(−λ·Σ ℓ) is the Gaussian likelihood of isotropic noise σ; a larger λ is a
-posterior sharper than the likelihood, which the λ ∝ 1/√n schedule gives in the
-first rounds (small n, small R_t), when more centres always fit better. The cap
-is a fixed function of the round's history, so each round's chain stays exactly
-reversible; ``lambda_cap=inf`` is the spec's schedule.
-
-Split guard (`guarded_noise_variance`, on by default: ``pacbo(split_guard=True)``).
-σ̂² comes from the k̂ + 1 row, and when that row's extra centre splits one
-group of a few points (a young group: the ramp's first block), σ̂² collapses
-with it, the price and λ's cap follow, and the next split is cheaper (mean
-k̂ 4.5 on the ramp's first block of one group). Under the hypothesis "the extra
-centre splits noise" the k̂ row's variance σ̂²_k̂ = W_k̂/(d·(n − k̂)) is the noise
-level; that hypothesis is kept while σ̂²_k̂/σ̂²_{k̂+1} is below the 95 % quantile
-of that ratio for n points of one Gaussian in d dimensions and their best
-2-means split (`NOISE_SPLIT_RATIO`, simulated; it falls from 28 at n = 3 to
-~1.7 at n = 160 in 2-D, and with d), and then the price and λ's cap use
-max(σ̂²_{k̂+1}, σ̂²_k̂). A real extra group drives the ratio far above the
-quantile (except at n of a few points, where no test can tell: there the
-guard costs the families with many groups some loss). Held out (issue 25's
-families, seeds 500–549 × 2 keys; `benchmarks/README.md`, "The split guard"):
-the ramp's mean |k̂_t − k_t| 0.46 → 0.32, loss within 3 % on the
-well-separated families. Using σ̂²_k̂ unconditionally (no test) reached 0.28 but
-cost six groups in 3-D 16 % and 10-D 13 % in loss.
+How it works, in detail (the formulas, the cap on λ, the split guard, the
+variants measured and not kept): the documentation's "How PACBO works" page
+(docs/internals/pacbo.md), section "The quasi-posterior"; the "module
+docstring" and "Split guard" that docstrings here cite are that section.
 """
 from __future__ import annotations
 
@@ -229,7 +149,7 @@ def noise_split_limit(n, d: int) -> Array:
 
 def guarded_noise_variance(variance, variance_k, n, d: int) -> Array:
     """The noise level of the centre price and λ's cap: max(σ̂²_{k̂+1}, σ̂²_k̂) while the k̂ + 1 row's
-    extra centre may split noise (σ̂²_k̂ ≤ `noise_split_limit`(n, d)·σ̂²_{k̂+1}), else σ̂²_{k̂+1}.
+    extra centre may split noise (σ̂²_k̂ ≤ ``noise_split_limit(n, d)``·σ̂²_{k̂+1}), else σ̂²_{k̂+1}.
 
     Args:
       variance: () σ̂²_{k̂+1}, the round's noise level (σ², after pooling and flooring).

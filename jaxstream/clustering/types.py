@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 Array = jax.Array
 
+#: The values of ``history_policy``: a uniform reservoir of the past, or the last points.
 HISTORY_POLICIES = ("reservoir", "window")
 ESTIMATES = ("mean", "last")
 

@@ -30,14 +30,22 @@ class PACBO(StreamModel):
     nothing of its batch is learned.
 
     Example:
-      >>> model = PACBO(max_clusters=20, seed=0).partial_fit(points)
-      >>> model.predict(points)      # stable labels (see cluster_labels_)
-      >>> model.labels_              # the label of each row of the last fit / partial_fit
-      >>> model.cluster_centers_     # (k̂, d), row i labelled cluster_labels_[i]
+      >>> from jaxstream import PACBO, datasets
+      >>> points = datasets.make_four_groups_stream(200, seed=0)   # (200, 2)
+      >>> model = PACBO(max_clusters=10, history_size=64, n_steps=50, seed=0).partial_fit(points)
+      >>> model.predict(points[:3]).shape      # stable labels (see cluster_labels_)
+      (3,)
+      >>> model.labels_.shape                  # the label of each row of the last fit
+      (200,)
+      >>> model.cluster_centers_.shape == (model.n_clusters_, 2)   # row i: cluster_labels_[i]
+      True
 
-    Args: the arguments of `jaxstream.pacbo`, its numeric parameters
-      (`jaxstream.clustering.pacbo.default_params`; None keeps the default)
-      and ``seed`` for the PRNG key.
+    Args:
+      radius: the prior ball's radius about the origin, or None to learn it
+        from the stream.
+      **kwargs: the other arguments of `jaxstream.pacbo`, its numeric
+        parameters (`jaxstream.clustering.pacbo.default_params`; None keeps
+        the default) and ``seed`` for the PRNG key.
     """
 
     _estimator_type = "clusterer"

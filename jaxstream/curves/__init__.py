@@ -34,5 +34,5 @@ __all__ = [
     "propose", "loss", "predict", "Constants", "theoretical_constants", "penalty", "learning_rate",
     "noise_price", "theory_price", "loss_cap", "n_candidates", "MOVE_NAMES", "MOVE_KEEP", "MOVE_SHIFT",
     "MOVE_INSERT", "MOVE_DELETE", "MOVE_REVERSE", "MOVE_SWAP", "STATE_LAYOUT", "enumerate_lines", "exhaustive_ftpl",
-    "ExhaustiveResult", "refine", "RefineResult", "princurve",
+    "ExhaustiveResult", "refine", "RefineResult", "princurve", "shape", "tracking",
 ]

@@ -87,10 +87,10 @@ class State(NamedTuple):
       recent: (NN_ROWS, d) the last NN_ROWS points, standardised (a ring
         buffer: point n is in row n mod NN_ROWS), where `hist_r`'s two
         nearest neighbours are looked for.
-      sorted_r, sorted_e: (H,) the stored rows' ``hist_r`` / ``hist_e`` in
-        increasing order (inf beyond ``n_stored``), kept sorted by one
-        removal and one insertion per round, so the medians cost O(H) and no
-        sort.
+      sorted_r: (H,) the stored rows' ``hist_r`` in increasing order (inf
+        beyond ``n_stored``), kept sorted by one removal and one insertion
+        per round, so the medians cost O(H) and no sort.
+      sorted_e: (H,) the same for ``hist_e``.
       n_stored: number of valid rows 0 … H−1.
       n_seen: number of points learned so far (initial points included).
       memory: τ_t, the forgetting time scale in use (inf: none; see

@@ -86,7 +86,8 @@ class Contacts(NamedTuple):
 
     Attributes:
       t: (m,) contact times in seconds, sorted.
-      i, j: (m,) node indices 0..n_nodes-1.
+      i: (m,) node indices 0..n_nodes-1, one end of each contact.
+      j: (m,) the other end.
       n_nodes: number of distinct nodes.
       ids: (n_nodes,) the file's node ids, in index order.
       status: (n_nodes,) each node's status string (e.g. ``"NUR"``, ``"PAT"``).

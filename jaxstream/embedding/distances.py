@@ -18,6 +18,8 @@ from .. import _ops
 from ..geometry import safe_sqrt
 
 Array = jax.Array
+#: A metric: None or ``"euclidean"``, ``"precomputed"`` (points are row indices into a distance
+#: matrix), or a function ``metric(a, b)`` of two (d,) points returning their distance.
 Metric = Union[None, str, Callable[[Array, Array], Array]]
 
 __all__ = ["Metric", "pairwise_distances", "index_stream", "metric_kind"]

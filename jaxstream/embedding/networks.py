@@ -41,7 +41,8 @@ class ContactStream(NamedTuple):
     """Timed contacts of a temporal network, sorted by time.
 
     Attributes:
-      i, j: (m,) int node indices with i < j.
+      i: (m,) int node indices, one end of each contact.
+      j: (m,) int node indices of the other end, j > i.
       t: (m,) float contact times (hours).
       n_nodes: number of nodes.
       groups: (n_nodes,) int group of each node.

@@ -24,7 +24,8 @@ __all__ = ["Config", "Params", "default_params", "Embedding", "State", "Info", "
 
 CASE_COVERED, CASE_ADDED, CASE_REPLACED = 1, 2, 3
 
-# The graph pass is O(N²) and the degree sums are uint32 (`replacement.x_passes_degree_rule`).
+#: The largest buffer (points): the graph pass is O(N²) and its degree sums are uint32
+#: (`jaxstream.embedding.replacement.x_passes_degree_rule`).
 MAX_BUFFER = 40000
 
 
