@@ -804,6 +804,8 @@ def test_wrapper(monkeypatch):
         mp.learn_one([60.0])
     with pytest.raises(ValueError, match="indices"):
         mp.learn_one([1.5])
+    assert m.fit(X[:30]) is m  # fit forgets, and its first point's Info is kept like partial_fit's
+    assert m.last_info_.case.shape == (30,) and m.last_losses_.shape == (30,) and int(m.last_info_.case[0]) == 2
 
 
 def test_wrapper_sklearn_conventions_and_score(monkeypatch):

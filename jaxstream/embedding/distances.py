@@ -34,14 +34,9 @@ class _Dist(NamedTuple):
     callable_metric: bool
 
 
-# Coordinates up to which Euclidean squared distances are written out on a CPU. `_ops.sq_dist` writes
-# them out up to `_ops.UNROLL_COORDS` (16); this family's data is often wider (tie-decay spectra have one
-# coordinate per node: 20 on the shipped contacts fixture), where a reduction over the coordinates made
-# one update 2x (d = 20) and 1.4x (d = 40) as slow on XLA:CPU, and changed distances in the last bit. Up
-# to 64 coordinates the sum is written out, as before `_ops` existed, with `_ops`'s own two versions;
-# this goes once `_ops.sq_dist` takes the limit as an argument.
-
-
+# Euclidean distances go through `_ops.sq_dist`, which on a CPU writes the coordinates out up to
+# `_ops.UNROLL_PAIRS` (64): this family's data is often wider than the others' (tie-decay spectra have one
+# coordinate per node). Why: docs/internals/landmarks.md, "Distances".
 def _euclid_sq(A, B):
     """Pairwise squared Euclidean distances (m, p) x (n, p) -> (m, n) (`_ops.sq_dist`: on CPU written out,
     summed left to right, so an entry has the same value wherever it is computed: consistent ties at ε)."""

@@ -1,48 +1,30 @@
 """Online landmark replacement with landmark MDS: the learner.
 
-The learner keeps a bounded set of landmarks chosen online from a stream so
-that the landmarks stay a dominating set of a geometric graph whose
-threshold ε only grows (C. Thongprayoon and N. Masuda, Proc. R. Soc. A
-2024), and embeds any point in R^k by landmark MDS (V. de Silva and
-J. B. Tenenbaum, 2004). See ``shared/spec/landmarks.md``.
+The learner keeps at most ``max_landmarks`` (n_L) landmarks, chosen online
+so that they stay a dominating set of the geometric graph G_ε of the
+buffered points, whose threshold ε only grows (C. Thongprayoon and
+N. Masuda, Proc. R. Soc. A 2024), and embeds any point in R^k by landmark
+MDS (V. de Silva and J. B. Tenenbaum, 2004). The algorithm, its costs and
+the measurements behind its defaults: ``docs/internals/landmarks.md``.
 
-For an arriving point x (ε the current threshold, L the landmarks, n_L =
-``max_landmarks``), one round is a pipeline of small stages:
+One arrival x (`step`) is a pipeline of small stages:
 
 1. `_observe`: x's distances to the buffer, its prequential loss (squared
-   distance to the nearest landmark) and whether a landmark covers it
-   (within ε).
+   distance to the nearest landmark) and whether a landmark covers it.
 2. `_write`: x takes a free buffer slot, or the oldest non-landmark's; the
-   case is decided: covered (L unchanged), added (|L| < n_L: x becomes a
-   landmark) or case 3.
+   case is decided: covered, added (fewer than n_L landmarks) or case 3.
 3. Case 3 (`jaxstream.embedding.replacement.replace_landmark`): the degree
    rule admits x or a neighbour, ε grows until some landmark is redundant
    and that one is removed; `_apply_swap` writes the result.
 4. `_track` (``align`` or ``embed_arrivals``): the embedding is refreshed
    (and aligned) when the landmark set changed, and x is embedded.
 
-Cost per arrival: O(N) distance evaluations (x to the buffer); case 3 adds
-O(n_L·N); ``align=True`` adds an n_L x n_L eigendecomposition whenever the
-landmarks change. The rare branches go through `jaxstream._batching.rare`:
-under `run_streams` (vmap) they run only for the streams that take them (a
-plain ``lax.cond`` would run both sides for every stream at every step, and
-a batched loop every stream at each step where one stream needs it: 95 % of
-the steps of 64 S-curve streams). Reverse mode cannot differentiate those
-loops: traced inside `jaxstream.static_trip_counts()` (as
-`jaxstream.differentiable.stream_loss` does) they become conds and `update`
-is reverse-differentiable w.r.t. the data; `loss` always is.
-
-Memory is bounded by static capacities: ``max_landmarks`` and
-``buffer_size`` (the points that form the graph). When the buffer is full,
-the oldest point that is not a landmark is evicted (landmarks are never
-evicted; ``buffer_size >= max_landmarks + 1`` guarantees a candidate). With
-``buffer_size`` at least the stream's length the algorithm is the paper's,
-unbounded one.
-
-Distances: Euclidean by default, any jax-traceable symmetric metric
-``metric(a, b) -> scalar`` on points of shape (p,), or ``"precomputed"``:
-stream items are indices (shape (1,), see `index_stream`) into a distance
-matrix that travels in the params (``Params.distances``).
+Memory is bounded by the static ``max_landmarks`` and ``buffer_size``;
+landmarks are never evicted. The rare branches go through
+`jaxstream._batching.rare`, which under `vmap` runs them only for the
+streams that take them. Distances: Euclidean, a jax-traceable
+``metric(a, b)``, or ``"precomputed"`` (items are indices into
+``Params.distances``, see `index_stream`).
 """
 from __future__ import annotations
 
@@ -416,12 +398,12 @@ def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size
         translation) whenever the landmarks change. Costs one eigendecomposition
         of an n_L x n_L matrix per change; without it `predict` computes the
         embedding afresh (unaligned) at every call. On CPU, jaxlib's eigh
-        calls OpenBLAS: set ``OPENBLAS_NUM_THREADS=1`` on a busy machine (its
-        spinning threads made a 100 x 100 eigh ~100x slower in our runs).
+        calls OpenBLAS, whose spinning threads can slow it down many times
+        on a busy machine: set ``OPENBLAS_NUM_THREADS=1`` there.
       cache_distances: keep the (N, N) distances of buffered points in the
-        state (N metric evaluations per arrival instead of N² per case-3
-        arrival; the state is then O(N²)). Default: on for a callable metric,
-        off otherwise.
+        state: N metric evaluations per arrival, and none more for case 3 or
+        the embedding (otherwise n_L·N, rarely N², per case-3 arrival); the
+        state is then O(N²). Default: on for a callable metric, off otherwise.
       eps0: initial ε (numeric param).
       embed_arrivals: keep the (unaligned) embedding in the state, refreshed
         whenever the landmarks change, and report each arrival's

@@ -1,44 +1,23 @@
 """The landmark replacement rule: what happens to an uncovered point when the landmark set is full.
 
-For an arriving x that no landmark covers, with |L| = n_L (case 3 of
-`jaxstream.embedding.learner`):
+For an arriving x that no landmark covers while there are n_L landmarks
+(case 3 of `jaxstream.embedding.learner`), `replace_landmark`:
 
-1. Degree rule (Hjuler et al., STACS 2019): with |E| the number of edges of
-   the graph G_ε of buffered points (x included), x is admitted when
-   deg(x) <= 2·sqrt(|E|), else its neighbour of smallest degree (ties: the
-   earliest arrival), which has deg <= sqrt(|E|). |E| is O(N²) to count;
-   the edges incident to the landmarks or to x (O(n_L·N)) are a lower bound,
-   and the full count runs only when the bound does not settle the rule
-   (`Info.full_degrees`).
-2. ε grows to the smallest value >= ε at which some landmark of L plus the
-   admitted one is redundant (`grow_eps`), and that landmark is removed
-   (ties: the earliest arrival).
-3. Options beyond the paper (numeric params, off by default): `min_support`
-   removes the least supported landmark instead when some is weak
-   (`weakest`); `density_shift` moves a kept new landmark to the densest
-   point near it (`densest`).
+1. admits x, or its neighbour of smallest degree, by the degree rule of
+   Hjuler et al. (STACS 2019): x when deg(x) <= 2·sqrt(|E|) in the graph
+   G_ε of the buffered points. A lower bound on |E| from the edges at the
+   landmarks and at x (O(n_L·N)) settles most cases; the O(N²) count runs
+   otherwise (`Info.full_degrees`);
+2. grows ε to the smallest value >= ε at which some landmark, the admitted
+   one included, is redundant, and removes it (`grow_eps`: a fixed-point
+   iteration on the landmark-to-point distances, no sorted list of pairs);
+3. applies the options beyond the paper when their params are on:
+   ``min_support`` (`weakest`) and ``density_shift`` (`densest`).
 
-How ε growth is computed (no sorted list of all pairs). Landmark u is
-redundant at ε' iff ``G_u(ε') <= ε'`` where ``G_u(ε') = max{m_u(v) : d(u, v)
-<= ε'}`` is the spec's prefix maximum and ``m_u(v)`` the distance from v to
-the nearest landmark other than u. A point v whose nearest landmark is not u
-has ``m_u(v) <= d(u, v) <= ε'``, so it never violates the condition; only
-the points u owns (u is their nearest landmark, first position on ties)
-matter, and for them ``m_u(v)`` is the distance to the second-nearest
-landmark. Because G_u is a non-decreasing step function, the iteration
-``c <- max(c, G_u(c))`` started at the current ε only passes over infeasible
-values (every ε' in [c, G_u(c)) has ``G_u(ε') >= G_u(c) > ε'``) and stops at
-the smallest feasible ε' >= ε: the value a walk through u's points sorted
-by distance would find, without sorting. It runs for all landmarks at once
-on the (n_L + 1) x N landmark-to-point distances; each round is O(N) and
-the number of rounds is bounded by the number of points a landmark owns
-(two or three on the benchmark streams). ε only takes values of pair
-distances, as when the paper adds edges one at a time.
-
-The expensive parts (the O(N²) degree count, `min_support`,
-`density_shift`, and case 3 itself in the learner) run through
+Ties go to the earliest arrival. The expensive parts run through
 `jaxstream._batching.rare`, so that under `vmap` they cost only for the
-streams that take them.
+streams that take them. Why the fixed point gives the smallest ε, and what
+the options measured: ``docs/internals/landmarks.md``.
 """
 from __future__ import annotations
 

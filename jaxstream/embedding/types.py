@@ -91,8 +91,8 @@ def default_buffer_size(max_landmarks: int) -> int:
 
     The buffer is a window: once it is full the oldest non-landmark point
     is evicted, so the graph (and ε, and which landmark is redundant) only
-    sees the most recent points besides the landmarks. 10·n_L alone was a
-    100-point window at the paper's n_L = 10; 1024 covers the paper's
+    sees the most recent points besides the landmarks. 10·n_L alone would
+    be a 100-point window at the paper's n_L = 10; 1024 covers the paper's
     streams of about a thousand points whole. Pass ``buffer_size`` >= the
     stream's length for the paper's unbounded algorithm.
     """

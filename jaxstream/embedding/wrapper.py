@@ -50,10 +50,15 @@ class LandmarkMDS(StreamModel):
     ``loss`` is inf, its case 2, "added", as the `Info` docstring says).
 
     Example:
-      >>> model = LandmarkMDS(100, n_components=2).fit(X)  # learn a stream (or learn_one(x))
-      >>> Y = model.transform(X)                           # embed under the current landmarks
-      >>> model.landmarks_, model.landmark_indices_        # (n_L, p), (n_L,)
-      >>> model.score(X)                                   # 1 − normalised stress
+      >>> from jaxstream.datasets import make_s_curve
+      >>> X, _ = make_s_curve(200, random_state=0, sort_by_t=True)  # (200, 3), streamed along the curve
+      >>> model = LandmarkMDS(10, n_components=2).fit(X)  # learn a stream (or learn_one(x), partial_fit(X))
+      >>> model.transform(X).shape                        # embedded under the current landmarks
+      (200, 2)
+      >>> model.landmarks_.shape, model.landmark_indices_.shape
+      ((10, 3), (10,))
+      >>> 0.0 < model.score(X) <= 1.0                     # 1 − normalised stress
+      True
 
     Held coordinates (``reembed_every=K``): an online user holds each point's
     coordinates from its arrival (`Info.y`), placed by the landmarks of that
@@ -136,9 +141,14 @@ class LandmarkMDS(StreamModel):
         ``last_info_`` holds their `Info` (one row per point, NumPy arrays),
         ``last_losses_`` their prequential losses.
         """
+        return super().partial_fit(X, y)
+
+    def _partial_fit(self, X) -> "LandmarkMDS":
+        # Under partial_fit and fit (which forgets first): the call whose first point built the state
+        # prepends that point's Info, so last_info_ has one row per point.
         first = getattr(self, "state_", None) is None
-        super().partial_fit(X, y)
-        if first:  # the first point built the state: prepend its Info
+        super()._partial_fit(X)
+        if first and getattr(self, "state_", None) is not None:
             head = jax.tree_util.tree_map(lambda a: np.asarray(a)[None], self._first_info)
             rest = self.last_info_
             self.last_info_ = head if rest is None else jax.tree_util.tree_map(
@@ -209,7 +219,7 @@ class LandmarkMDS(StreamModel):
 
         σ = sqrt(Σ_{i<j} (d_ij − ‖y_i − y_j‖)² / Σ_{i<j} d_ij²) over the rows of
         X (n, p), with d the learner's metric (the precomputed matrix's
-        entries for ``metric="precomputed"``) and y = `transform`(X). 1 is a
+        entries for ``metric="precomputed"``) and y = ``transform(X)``. 1 is a
         perfect embedding; it can be negative. Costs O(n²) memory.
         """
         del y
