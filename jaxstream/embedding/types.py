@@ -152,7 +152,9 @@ class Params(NamedTuple):
         r; ties: the earliest arrival), unless that point is already a
         landmark. ε and the removed landmark are decided as without it.
         This pulls new landmarks from the thin edge of a noisy region toward
-        its middle. Cost: at each swap that keeps the new landmark, a count
+        its middle. The moved landmark covers what lies within ε of its new
+        place, so a buffered point that only the unmoved one covered can be
+        left uncovered until a later arrival covers it. Cost: at each swap that keeps the new landmark, a count
         of the buffered points within r of each candidate (the points within
         r of the new landmark), O(|candidates|·N) in chunks of 32 rows.
         A plain array like `min_support`: any value of either runs the same
