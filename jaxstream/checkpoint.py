@@ -1,62 +1,33 @@
 """Save a learner's state to a file and load it back (checkpoint and resume).
 
-    >>> from jaxstream import checkpoint
-    >>> checkpoint.save("run.ckpt", learner, state, metadata={"n_done": 4096})
-    >>> state, meta = checkpoint.load("run.ckpt", learner)
+    >>> import os, tempfile, jax
+    >>> import jaxstream as js
+    >>> from jaxstream import checkpoint, datasets
+    >>> learner = js.landmark_mds(8, n_components=2, buffer_size=24)
+    >>> state = learner.init(jax.random.key(0), datasets.make_cubic_stream(20, seed=0))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "run.ckpt")
+    ...     checkpoint.save(path, learner, state, metadata={"n_done": 20})
+    ...     state, meta = checkpoint.load(path, learner)
+    >>> meta
+    {'n_done': 20}
 
-A checkpoint is one plain NumPy ``.npz`` file (a zip archive, CRC-checked per
-member) holding
+A checkpoint is one NumPy ``.npz`` file: the state's leaves (``leaf_00000``,
+..., exact dtypes and shapes), the caller's extra arrays (``array_<name>``)
+and ``__manifest__``, a JSON document of the format and package versions,
+``learner.config``, the pytree structure and the caller's metadata. It is
+read with ``allow_pickle=False`` and imports no module outside ``jaxstream``.
+`save` writes a temporary file beside `path`, fsyncs it and renames it over
+`path`, so a kill leaves the old checkpoint or the new one, never a mix;
+`lock` gives a path one writer at a time.
 
-* the state's leaves, flattened in pytree order, as ``leaf_00000``, ...,
-  each with its exact dtype and shape (so a resumed run is bit-identical);
-* ``__manifest__``: a UTF-8 JSON document (stored as a uint8 array) with the
-  format version, the package version, the learner's static configuration
-  (``learner.config``), the pytree structure (containers, NamedTuple class
-  names and field names), each leaf's shape and dtype (typed PRNG keys are
-  stored as their key data plus the name of their implementation), and the
-  caller's `metadata`;
-* ``array_<name>``: the caller's extra arrays (`save`'s ``arrays``, e.g. the
-  per-point losses of a run so far), listed in the manifest.
-
-Why ``.npz`` + JSON and not Orbax: the state of every jaxstream learner is a
-small pytree of dense arrays that lives on one host, so the format only has
-to be exact, atomic and safe. ``.npz`` is readable by NumPy alone (no JAX,
-no TensorStore, no async machinery), and is loaded with
-``allow_pickle=False``, so a checkpoint cannot run code; the manifest is
-human-readable JSON. Orbax is the better tool for sharded, multi-host,
-multi-gigabyte model states (its async and distributed checkpointing), none
-of which applies here, and it would add a heavy dependency.
-
-Writes are atomic: the file is written to a temporary file in the same
-directory, flushed to disk (``fsync``) and moved over `path` with
-``os.replace``, so a process killed mid-save leaves either the previous
-checkpoint or the new one, never a truncated file. Everything a checkpoint
-holds (state, metadata, extra arrays) is in that one file, so it is
-committed together: there is no set of files that a kill could leave
-mixed. A kill can leave a temporary file (``.<name>.<random>.tmp``) beside
-the checkpoint; `remove_stale_temporaries` deletes them under the
-checkpoint's `lock` (one writer at a time; `run_stream_chunked` holds it).
-
-Loading refuses, with a `CheckpointError` (a `ValueError`) naming the
-difference:
-
-* a file of another format version, or written by another ``major.minor``
-  version of jaxstream (state layouts may change between minor versions);
-* a configuration different from ``learner.config`` (e.g. another capacity:
-  the compiled ``update`` would not accept the state);
-* float64 (or int64) arrays when ``jax_enable_x64`` is off, which JAX would
-  otherwise silently truncate to 32 bits;
-* a corrupt or truncated file, or one that is not a jaxstream checkpoint
-  (a ``.npy`` array, say).
-
-Learners without a configuration (``learner.config is None``, e.g. a
-hand-built `StreamLearner`) cannot be verified, so `save` refuses them unless
-``allow_missing_config=True`` is passed to both `save` and `load`; then only
-the structure, shapes and dtypes are checked.
-
-NamedTuple classes of the state are looked up by module and qualified name
-among modules already imported (modules of the ``jaxstream`` package are
-imported on demand); loading never imports anything else.
+`load` raises `CheckpointError` (a `ValueError`) for another format version
+or ``major.minor`` package version, another configuration (keys and state
+fields added since are filled in: `ADDED_CONFIG_KEYS`, `ADDED_STATE_FIELDS`),
+64-bit arrays while ``jax_enable_x64`` is off, or a corrupt file. A learner
+whose ``config`` is None is refused unless ``allow_missing_config=True`` is
+passed to both `save` and `load`; then only structure, shapes and dtypes are
+checked.
 """
 from __future__ import annotations
 

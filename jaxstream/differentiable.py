@@ -1,48 +1,27 @@
 """Derivatives of stream losses: pathwise, and of the expected loss by Gaussian smoothing.
 
-What is differentiable (see the README's differentiability table):
+* **Pathwise.** `stream_loss` is the total prequential loss of one stream, a
+  pure function of the data and the params. The key fixes every discrete
+  choice of the learner, so the loss is piecewise smooth, and ``jax.grad`` /
+  ``jax.jvp`` of it give its derivative almost everywhere with respect to:
 
-* **Pathwise.** Given the key and therefore every discrete choice the learner
-  makes (slpc's candidate, PACBO's accept/reject and k̂, the landmark set),
-  the total prequential loss of a stream, `stream_loss`, is a piecewise smooth
-  function of the data and of the continuous inputs. Its derivative almost
-  everywhere is what ``jax.grad`` / ``jax.jvp`` of `stream_loss` return:
-  - slpc: reverse and forward mode (``jax.grad``) w.r.t. the data; the vertices
-    live on the lattice (integers), so the line is constant between choices
-    and only x_t itself, the standardisation (centre, scale, δ) and what the
-    prediction fits to past points (the head path on a trace in order, the
-    drift offset on a drifting stream) carry a derivative.
-  - PACBO and landmark MDS: reverse and forward mode w.r.t. the data (and
-    PACBO's centres and proposal scale). Their rounds contain loops with
-    data-dependent trip counts, which reverse mode cannot differentiate;
-    `stream_loss` traces them in their static form
-    (`jaxstream._loops.static_trip_counts`: the same values, the skipped
-    iterations guarded by conds).
-  The derivative w.r.t. a hyper-parameter that only enters a comparison or an
-  argmin (slpc's h_scale, length_scale, z_scale, epsilon; PACBO's
-  temperatures in the accept step; the landmark radius) is **zero almost
-  everywhere**: true, and useless for tuning.
-* **Expected loss.** ``J(θ) = E[L(exp θ)]`` over streams of a family and the
-  learner's keys is smooth in θ even when L is piecewise constant. We estimate
-  the gradient of its Gaussian smoothing
-  ``J_σ(θ) = E_z E[L(exp(θ + σ z))]`` (θ = log of the chosen positive
-  hyper-parameters, z ~ N(0, I)) by `smoothed_grad`: antithetic pairs
-  ``(L(θ + σz) − L(θ − σz))·z/(2σ)``, both members of a pair on the same
-  stream with the same key (common random numbers), all 2·n_pairs runs one
-  vmapped call. It is unbiased for ∇J_σ, not for ∇J; σ → 0 trades bias for
-  variance. `tune` runs it inside an optax loop; `expected_loss` exposes
-  J_σ with this estimate as its gradient (a custom VJP).
+  - slpc: the data and ``delta`` (the vertices stay on their lattice indices);
+  - PACBO: the data, the centres and ``proposal_scale``;
+  - landmark MDS: the data (and ε, the embedding).
 
-  ``optax.perturbations.make_perturbed_fun`` (an API optax says is changing)
-  estimates the same smoothed gradient by the score function with a
-  baseline, for a function of θ alone, i.e. with the learner's key frozen.
-  `smoothed_grad` pairs θ ± σz on the same stream with the same key
-  (antithetic pairs, common random numbers) and draws a key per pair, so it
-  estimates the expectation over the learner's randomness too and returns
-  standard errors. With one frozen key both estimate the same quantity
-  (tests/test_grad_streams.py checks that they agree): on slpc (h_scale,
-  length_scale), 64 runs, the antithetic estimate's variance was 1.2× and
-  4.9× smaller than optax's.
+  Loops with data-dependent trip counts are traced in their static form
+  (`jaxstream.static_trip_counts`), which reverse mode differentiates.
+  A hyper-parameter that only enters a comparison or an argmin (slpc's
+  ``h_scale``, ``length_scale``, ``z_scale``, ``epsilon``; PACBO's
+  temperatures in the accept step; the landmark radius) has derivative zero
+  almost everywhere.
+* **Expected loss.** ``J_σ(θ) = E_z E[L(exp(θ + σz))]``, θ the logs of
+  positive hyper-parameters and z ~ N(0, I), is smooth even where L is
+  piecewise constant. `smoothed_grad` estimates ∇J_σ (not ∇J) by antithetic
+  pairs ``(L(θ + σz) − L(θ − σz))·z/(2σ)``, both members on the same stream
+  with the same key, all runs one vmapped call. `expected_loss` is J_σ with
+  that estimate as its gradient (a custom VJP); `tune` descends it with optax.
+* `refine_embedding` lowers an embedding's stress by gradient descent.
 """
 from __future__ import annotations
 
