@@ -43,6 +43,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+#: The version of the file format written; `load` refuses a file of another version.
 FORMAT_VERSION = 1
 _MANIFEST = "__manifest__"
 _ARRAY_PREFIX = "array_"

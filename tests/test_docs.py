@@ -31,7 +31,7 @@ def _public():
     order, members, canonical = apigen.public_api()
     for modname in order:
         for name, obj in members[modname]:
-            if inspect.ismodule(obj) or canonical.get(apigen._key(obj)) == f"{modname}.{name}":
+            if inspect.ismodule(obj) or canonical.get(apigen.object_key(obj, name)) == f"{modname}.{name}":
                 yield modname, name, obj
 
 

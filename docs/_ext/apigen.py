@@ -40,8 +40,8 @@ def public_api() -> tuple[list[str], dict[str, list[tuple[str, object]]], dict[i
             if inspect.ismodule(obj):
                 if obj.__name__.startswith(ROOT + "."):
                     queue.append(obj.__name__)
-            elif _key(obj) not in canonical:
-                canonical[_key(obj)] = f"{modname}.{name}"
+            elif object_key(obj, name) not in canonical:
+                canonical[object_key(obj, name)] = f"{modname}.{name}"
     return order, members, canonical
 
 
@@ -54,11 +54,12 @@ def is_value(obj) -> bool:
     return not callable(obj)
 
 
-def _key(obj) -> object:
-    # Plain values (ints, strings, dicts) are documented where they are exported, not shared by identity.
+def object_key(obj, name: str) -> object:
+    # A value is the same public object only under the same name: small ints and strings are shared
+    # by identity (FORMAT_VERSION = 1 is MOVE_SHIFT = 1).
     if not is_value(obj):
         return id(obj)
-    return ("value", id(obj))
+    return ("value", name, id(obj))
 
 
 def attribute_doc(modname: str, name: str) -> str | None:
@@ -107,8 +108,8 @@ def _page(modname: str, members, canonical) -> str:
         lines += ["## Modules", "", "```{toctree}", ":maxdepth: 1", ""]
         lines += [f"{o.__name__}" for _, o in submodules]
         lines += ["```", ""]
-    own = [(n, o) for n, o in objects if canonical.get(_key(o)) == f"{modname}.{n}"]
-    elsewhere = [(n, o) for n, o in objects if canonical.get(_key(o)) != f"{modname}.{n}"]
+    own = [(n, o) for n, o in objects if canonical.get(object_key(o, n)) == f"{modname}.{n}"]
+    elsewhere = [(n, o) for n, o in objects if canonical.get(object_key(o, n)) != f"{modname}.{n}"]
     if own:
         lines += ["## Reference", "", "```{eval-rst}", f".. currentmodule:: {modname}", ""]
         for name, obj in own:
@@ -116,7 +117,7 @@ def _page(modname: str, members, canonical) -> str:
         lines += ["```", ""]
     if elsewhere:
         lines += ["## Also exported here", ""]
-        lines += [f"- `{name}`: {{py:obj}}`{canonical[_key(obj)]}`" for name, obj in elsewhere]
+        lines += [f"- `{name}`: {{py:obj}}`{canonical[object_key(obj, name)]}`" for name, obj in elsewhere]
         lines += [""]
     return "\n".join(lines)
 

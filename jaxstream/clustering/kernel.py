@@ -159,7 +159,8 @@ def _mults(family: ProposalFamily):
     return tuple(family.scale_mults[i] for i in range(family.scale_mults.shape[0]))
 
 
-PROPOSAL_BLOCK = 4  # centre slots drawn and scored together
+#: Centre slots whose proposals are drawn and scored together (nothing of size (N, p, d) is stored).
+PROPOSAL_BLOCK = 4
 PROPOSAL_CHUNK = 20  # proposals scored together (see `_sample_chain_blocked`)
 
 

@@ -40,7 +40,7 @@ __all__ = ["Case3", "replace_landmark", "grow_eps", "x_passes_degree_rule", "den
 
 _IMAX = np.iinfo(np.int32).max
 
-# Candidates of `densest` whose neighbours are counted per round (a (chunk, N) block of distances).
+#: Candidates of `densest` whose neighbours are counted at a time (a (chunk, N) block of distances).
 DENSE_CHUNK = 32
 
 

@@ -22,6 +22,8 @@ Array = jax.Array
 __all__ = ["Config", "Params", "default_params", "Embedding", "State", "Info", "CASE_COVERED", "CASE_ADDED",
            "CASE_REPLACED", "default_buffer_size", "make_config", "check_distance_matrix", "MAX_BUFFER"]
 
+#: The codes of ``Info.case``: x was covered (1); added while there were fewer than n_L
+#: landmarks (2); uncovered with n_L landmarks, so the degree rule and ε growth ran (3).
 CASE_COVERED, CASE_ADDED, CASE_REPLACED = 1, 2, 3
 
 #: The largest buffer (points): the graph pass is O(N²) and its degree sums are uint32
