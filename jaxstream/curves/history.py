@@ -42,10 +42,10 @@ NN_INFLATION = 1.5
 # neighbours are near x (the oldest points, on a trace, are far from it and
 # would make the noise look as large as the distance travelled).
 NN_ROWS = 64
-# On a trace arriving in order the last 64 points are packed closer than the
-# noise (a route: 0.125 σ apart) and the two nearest straddle x at the
-# spacing's scale: the chord reads about half the noise sd. There the noise
-# is read across a quadratic fit in time to the last TREND_WINDOW points
+# On a dense trace arriving in order the last 64 points are packed closer
+# than the noise and the two nearest straddle x at the spacing's scale: the
+# chord reads the spacing, not the noise. There the noise is read across a
+# quadratic fit in time to the last TREND_WINDOW points
 # (`curve_free_residual`, `trend_residual`).
 TREND_WINDOW = 16
 TREND_DEGREE = 2
@@ -54,10 +54,9 @@ TREND_DEGREE = 2
 HEAD_WINDOW = 16
 # `arrival_order`: the ratio of the ring's mean squared step between
 # consecutive points to twice its variance is about 1 for points i.i.d. along
-# a curve (never below 0.72 in 10⁴ rounds of the cubic, Table 2, helix,
-# circle and seismic streams) and 0.02-0.2 on traces arriving in order
-# (routes, loops, the ferry); between ORDER_FULL and ORDER_NONE the order
-# weight falls linearly from 1 to 0.
+# a curve and small on traces arriving in order (the measured ranges behind
+# the two thresholds: docs/internals/slpc.md, "Arrival order"); between
+# ORDER_FULL and ORDER_NONE the order weight falls linearly from 1 to 0.
 ORDER_FULL = 0.4
 ORDER_NONE = 0.7
 # The weight from which the trend noise proxy, the head path and the drift gate
@@ -199,10 +198,10 @@ def noise_level(sorted_e, sorted_r, vals_e, vals_r, weights, n, e_x, r_x, use_x,
 
     The medians are weighted by `arc_weights`: the noise of a summary is the
     scatter *along the line*, each stretch counted by its length, not by how
-    many points happen to lie on it (the ferry dwells at its piers for half
-    its reports; their GPS jitter, metres, priced the whole 8 km lane, whose
-    crossings scatter over a hundred metres, and the line folded through the
-    band). The weighted median is read among the stored rows' values (x_t's
+    many points happen to lie on it (a trace that dwells at one place for
+    many reports would otherwise price the whole line at the jitter there,
+    and the line would fold through the band elsewhere). The weighted median
+    is read among the stored rows' values (x_t's
     weight counts, its value is not a candidate). With no weight (no row
     projects inside the line, or the weighted median lies past the stored
     values) the plain medians of the `n` stored rows and x_t are used.
@@ -370,14 +369,14 @@ def curve_free_residual(u, recent, n_seen, ordered=True):
 
     The chord proxy (`nn_residual` among the ring of recent points) is
     calibrated for neighbours spaced along the curve; on a dense trace
-    arriving in order (spacing ≪ σ) it measures the spacing, not the noise
-    (a route's σ̂ read 0.45–0.57 of the sd, every price about 3× too cheap; the
-    line folded in the noise band). On a stream arriving in order (``ordered``,
-    from `arrival_order`) with at least `TREND_WINDOW` points the residual is
-    instead the middle point's across a quadratic fit in time to the last
-    `TREND_WINDOW` points, x_t included (`trend_residual`), times `NN_INFLATION`
-    (the chord's calibration): the routes' σ̂ then reads 0.96–0.99 of the sd
-    (`bench_slpc.py --noise`).
+    arriving in order (spacing ≪ σ) it measures the spacing, not the noise,
+    every price is too cheap and the line folds in the noise band. On a
+    stream arriving in order (``ordered``, from `arrival_order`) with at
+    least `TREND_WINDOW` points the residual is instead the middle point's
+    across a quadratic fit in time to the last `TREND_WINDOW` points, x_t
+    included (`trend_residual`), times `NN_INFLATION` (the chord's
+    calibration). What each proxy reads on which stream:
+    docs/internals/slpc.md, "The noise level".
 
     Args:
       u: (d,) x_t (standardised).

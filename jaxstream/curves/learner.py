@@ -29,9 +29,11 @@ A round (`_round`) is a pipeline of stages over one `Observation`:
 
 Everything works in standardised units: `init` takes the mean c of the
 initial points and their RMS distance s to it, the learner works on
-u = (x − c)/s and reports losses in the user's units (s²·Δ), so slpc on
-a·Q·x + b gives the same line mapped the same way and a²× the losses. The
-round is dense and branch-free: no compaction, no data-dependent loop.
+u = (x − c)/s and reports losses in the user's units (s²·Δ), so the
+objective for a·Q·x + b is the one for x mapped the same way, with a²× the
+losses (the vertices' lattice is axis-aligned: exact for scales by powers of
+two, up to rounding under shifts; under rotations an equally good line).
+The round is dense and branch-free: no compaction, no data-dependent loop.
 """
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ class Params(NamedTuple):
     memory: Array
 
 
-# How the defaults were chosen: benchmarks/README.md ("slpc defaults", "A curve that describes the stream").
+# How the defaults were chosen: docs/internals/slpc.md, section "Defaults".
 DEFAULT_H_SCALE = 0.5
 DEFAULT_LENGTH_SCALE = 0.3
 DEFAULT_DELTA = 0.01

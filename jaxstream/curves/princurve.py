@@ -1,67 +1,22 @@
-"""Hastie–Stuetzle principal curves, as R's princurve 2.1.6 fits them.
+"""Hastie–Stuetzle principal curves, as R's princurve 2.1.6 fits them: slpc's batch baseline.
 
-This is the batch baseline of the slpc experiments (``principal_curve`` with
-its defaults: smoothing spline of df = 5, ``thresh = 0.001``, ``maxit = 10``,
-``stretch = 2``), written with fixed capacities so that one fit is a pure
-function of ``(points[n, d], mask[n])`` that jits and vmaps; the paper's
-"sequential princurve" (refit on x_1..x_t, score x_{t+1}) runs every refit
-of a stream as one batch.
+`principal_curve` fits one curve with princurve's defaults (a smoothing spline
+of df = 5 per coordinate, ``thresh = 0.001``, ``maxit = 10``, ``stretch = 2``):
+it starts from the first principal component line, then alternates smoothing
+each coordinate against the projection index λ, stretching the two end
+segments and projecting the points back onto the polygonal line, until the
+total squared distance stops changing. The returned curve is the stretched
+polygonal line the final λ and distances were computed on.
 
-The algorithm (princurve 2.1.6, ``principal_curve`` + ``project_to_curve``):
+`smooth_spline` is the smoother: a penalised cubic B-spline on ``n_knots``
+knots at quantiles of the unique λ, its penalty solved for trace(S) = df.
+`sequential_principal_curve_losses` is the slpc paper's "sequential
+princurve": refit on x_1..x_t, score x_{t+1}.
 
-1. Start: the first principal component line. λ_i is the principal
-   component score of x_i, the curve is the points' projections on the line,
-   and the starting "distance" is R's ``sum(d[-1]^2) * n`` (n times the
-   residual sum of squares, a quirk of princurve that we keep: it makes the
-   first convergence test fail, so at least two iterations always run).
-2. Repeat while not converged and fewer than ``max_iter`` iterations:
-   a. smooth every coordinate x_{·j} against λ with a smoothing spline of
-      ``df`` equivalent degrees of freedom; the fitted values, ordered by λ,
-      are the vertices of the new curve (one vertex per valid point);
-   b. stretch the two end segments: v_0 += stretch·(v_0 − v_1),
-      v_last += stretch·(v_last − v_prev);
-   c. project every point on the polygonal line (nearest segment, first one
-      on ties); order the projections by (segment + 0.1 + 0.9·t) and set λ
-      to the cumulative chord length between consecutive projections;
-   d. converged when |dist_old − dist| <= thresh·dist_old, dist the sum of
-      squared distances.
-
-The returned curve is the stretched polygonal line of the last iteration
-(the one the final λ and distances were computed on).
-
-Smoother. R's ``smooth.spline(λ, x, df = 5)`` is a penalised cubic B-spline
-regression, min Σ w_i (y_i − f(λ_i))² + λ_s ∫ f''², with knots at all unique
-λ when there are fewer than 50 of them and at ``.nknots.smspl(n)`` (50 to
-~120 for n <= 500) evenly ranked unique λ otherwise, and λ_s found by a
-Brent search on ``spar`` so that trace(S) = df. Here:
-
-- the basis is a clamped cubic B-spline on ``n_knots`` knots (static, 40 by
-  default) at evenly spaced quantiles of the *unique* valid λ (linearly
-  interpolated between them, so that there are ``n_knots`` distinct knots
-  also when fewer points are valid, as in the first rounds of a stream),
-  then pushed apart to a gap of at least a quarter of the even spacing
-  (near-coincident knots make the problem too ill-conditioned for float32);
-- the penalty ∫ f''² is exact (2-point Gauss–Legendre per knot span; f'' is
-  piecewise linear);
-- λ_s solves trace(S_λ) = df by bisection on log λ_s in the Demmler–Reinsch
-  form: with [B; √c·E] = QR (EᵀE = Ω) and Q1 the data rows of Q,
-  Q1ᵀQ1 = V diag(μ) Vᵀ gives trace(S) = Σ μ_k / (μ_k + ρ(1 − μ_k)) for
-  λ_s = ρc, O(M) per bisection step. c comes from a rough first solve, so
-  that the decisive μ sit near 1/2; Q from CholeskyQR2 (matrix products
-  and (n_knots + 2)² factorisations, cheap on CPU and accurate in float32:
-  float32 and float64 fits agree to ~1e-6 of the data scale).
-
-Differences with R: fewer knots than ``smooth.spline`` uses beyond 40
-unique values (40 vs 50–118; with df = 5 the fits differ by well under 1 %
-of the noise level, see ``tests/test_princurve.py``); with the knots at the
-data it is exactly the natural smoothing spline; quantile knots are
-interpolated rather than picked by truncated index, and kept apart by the
-minimum gap; R merges λ values closer than 1e-6·IQR into one (summing the
-weights), which changes nothing here because such points get the same
-basis row; R's Brent search of ``spar`` stops at ``tol = 1e-4`` on spar,
-ours solves trace(S) = df to float precision; a df below 2 or above the
-number of unique valid λ gives the linear fit or the interpolating spline
-instead of R's warning and GCV fallback.
+Every fit has fixed capacities, a pure function of ``(points[n, d], mask[n])``
+that jits and vmaps, so all the refits of a stream run as one batch. The
+steps, the smoother and where they differ from R's: docs/internals/slpc.md,
+section "The baseline: princurve".
 """
 from __future__ import annotations
 
@@ -76,6 +31,9 @@ from jax import lax
 from .. import _ops
 from .._checks import check_capacity, check_points, is_concrete
 from ..geometry import polyline_sq_dist, segment_mask, segment_sq_dist
+
+__all__ = ["SplineFit", "PrincipalCurve", "SequentialResult", "smooth_spline", "principal_curve",
+           "sequential_principal_curve_losses", "bspline_design", "bspline_penalty", "bspline_penalty_root"]
 
 Array = jax.Array
 
@@ -395,7 +353,8 @@ def smooth_spline(x, y, mask=None, *, df: float = 5.0, n_knots: int = 40) -> Spl
     ``n_knots`` knots at quantiles of the unique valid x, λ_s chosen so that
     trace(S) = df (S the n × n smoother matrix, w_i = mask_i). It is the
     smoother princurve uses (``smooth.spline(x, y, df = df)``), with the
-    differences listed in the module docstring. Traceable: with concrete
+    differences listed in docs/internals/slpc.md (section "The baseline:
+    princurve"). Traceable: with concrete
     inputs it validates them, under a transformation it only checks shapes.
 
     Args:
@@ -576,8 +535,7 @@ def principal_curve(points, mask=None, *, df: float = 5.0, max_iter: int = 10, t
       thresh: convergence threshold on the relative change of the total
         squared distance.
       stretch: factor in [0, 2] by which the two end segments are extended.
-      n_knots: number of spline knots (static, >= 4); see the module
-        docstring.
+      n_knots: number of spline knots (static, >= 4); see `smooth_spline`.
 
     Returns:
       `PrincipalCurve`. Its ``vertices`` / ``n_vertices`` are the curve.
@@ -669,9 +627,9 @@ def sequential_principal_curve_losses(stream, t0: int = 20, *, df: float = 5.0, 
     (≈ 50 MB in float32 for T = 500, batch_size = 8), whatever d. Time
     grows as (T − t0) · T² · iterations: every refit runs at the full
     capacity, and a batch iterates until its slowest refit has converged,
-    which is why small batches are as fast on CPU (4–8 measured best for
-    T = 500; the refits are already vectorised over points and segments);
-    an accelerator may want larger ones.
+    which is why small batches are as fast on CPU (the refits are already
+    vectorised over points and segments); an accelerator may want larger
+    ones.
 
     Args:
       stream: (T, d) observations in arrival order.

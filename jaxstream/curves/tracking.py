@@ -1,54 +1,28 @@
 """What lets slpc follow a stream that moves: the data's current extent, the ring of
-recent points, and forgetting.
+recent points, forgetting with an automatic memory, and the drift offset.
 
 A stream can leave the region its first points came from in two ways, and
 slpc handles both without being told which:
 
-* **A trace advances** (a GPS track, a route arriving in order): new ground,
-  old ground still valid. The length price and the automatic R and L are
-  measured in the data's *current* extent (`extent`), not the initial
-  points', so the line can grow at its ends as far as the trace goes, and
+* **A trace advances** (new ground, old ground still valid): the length
+  price, R and L are measured in the data's current extent (`extent`), and
   the curve-free noise proxy looks for neighbours among the last points
-  (`remember`; `jaxstream.curves.history.curve_free_residual`), not the oldest.
-* **A source drifts** (the curve itself moves): old ground is stale. The
-  objective can forget: a row of age a weighs ``exp(−a/τ)``, and the
-  reservoir keeps recent rows (`history.reservoir_slot`), so the objective is
-  the discounted cumulative loss Σ_s exp(−(t−s)/τ)·Δ(f, x_s). τ
-  (`Params.memory`) is fixed by the user (inf: never forget, the paper's
-  objective) or, by default (NaN), follows the stream (`follow_drift`).
-
-The automatic memory starts unlimited. Each round where x_t projects among
-the points older than the memory (at least DRIFT_SPAN of them on either
-side along the line, so that a trace advancing into new ground says
-nothing) and, on a stream arriving in order, within DRIFT_FAR·σ̂² of the
-chord of its two nearest old points (farther, x_t is on new ground), it compares x_t's distance to that chord
-with its distance to the chord of its two nearest recent ones (and the noise
-level σ̂²): on a stationary source they are alike; on a drifting one the
-old points lie away from where the stream is now. An
-exponential moving average of "farther by more than DRIFT_FACTOR" above
-DRIFT_HIGH shrinks τ by MEMORY_SHRINK a round (down to MEMORY_MIN, and
-from the stream's length the first time); otherwise τ grows by one a round
-(a window since the last change), except on a stream in random order in a
-round that could not test x_t, where it stays. The memory settles where the
-points about τ old are about the noise level away: a lag of about one noise
-standard deviation.
-
-A line fitted over about τ rounds of a drifting source stands about τ
-rounds behind it. On a stream in random order with a finite memory the
-prequential loss is measured against the line moved by the source's
-estimated offset at the next point's round (`drift_offset`: the stored
-rows' residuals across the line, fitted by weighted least squares as an
-offset plus a velocity in time). Only that prediction changes: the line,
-its objective, σ̂² and the memory use the line itself.
+  (`remember`), not the oldest.
+* **A source drifts** (old ground is stale): a row of age a weighs
+  ``exp(−a/τ)`` in the objective (`row_weights`; the reservoir keeps recent
+  rows). τ (`Params.memory`) is fixed, infinite (the paper's objective) or,
+  by default (NaN), automatic (`follow_drift`): it shrinks while new points
+  lie farther from the old points than from the recent ones, and grows
+  otherwise. On a stream in random order with a finite memory the
+  prequential loss measures x_t against the line moved by the source's
+  estimated offset (`drift_offset`); the line itself does not move.
 
 Guarantee: with τ = inf the objective is the paper's (regret O(√T) against
-the best fixed line of the class). With a finite τ, follow-the-perturbed-
-leader on the discounted loss competes with the best line on every window
-of about τ rounds (an adaptive / tracking regret, of order √τ per window),
-which is what a moving comparator needs, and gives up the O(√T) bound
-against one line over the whole stream. The moved line is a forecast on top
-of the learned one; no bound is claimed for it (on a stationary source its
-offset is noise of variance about σ̂²/n, measured in benchmarks/README.md).
+the best fixed line). With a finite τ, follow-the-perturbed-leader on the
+discounted loss competes with the best line on each window of about τ
+rounds instead; no bound is claimed for the moved line. The drift test, its
+constants and the guarantee in full: docs/internals/slpc.md, section
+"Streams that move".
 """
 from __future__ import annotations
 
@@ -68,14 +42,25 @@ __all__ = ["extent", "DRIFT_FAR", "remember", "memory", "row_weights", "drift_of
            "offset_fit", "across", "DRIFT_RIDGE", "follow_drift", "DRIFT_EMA", "DRIFT_HIGH", "DRIFT_FACTOR",
            "DRIFT_MIN_OLD", "DRIFT_SPAN", "MEMORY_SHRINK", "MEMORY_MIN"]
 
+#: Weight of the past in the drift score, an exponential moving average of the rounds' verdicts.
 DRIFT_EMA = 0.9
+#: The drift score above which the automatic memory τ shrinks.
 DRIFT_HIGH = 0.5
+#: x_t counts as "farther" when its squared distance to the chord of its two nearest old points
+#: exceeds DRIFT_FACTOR times the larger of its curve-free residual and σ̂².
 DRIFT_FACTOR = 2.0
+#: The fewest rows older than the memory for a round to test x_t.
 DRIFT_MIN_OLD = 20
+#: A round tests x_t only when more than this share of the old rows project on each side of it along the line.
 DRIFT_SPAN = 0.2
+#: Factor by which τ shrinks in a round whose drift score is above DRIFT_HIGH.
 MEMORY_SHRINK = 0.9
+#: The shortest automatic memory, in rounds.
 MEMORY_MIN = 30.0
+#: On a stream arriving in order, x_t whose squared distance to the chord of its two nearest old points exceeds
+#: DRIFT_FAR·σ̂² is on new ground: the round does not test it.
 DRIFT_FAR = 25.0
+#: Ridge of the drift offset's least-squares fit, relative to its mean diagonal (`offset_fit`).
 DRIFT_RIDGE = 1e-6
 
 
@@ -246,7 +231,8 @@ def follow_drift(state: State, obs: Observation, r_u):
       r_u: x_t's squared distance to the chord of its two nearest recent points.
 
     Returns:
-      ``(memory, drift)`` for the next state (see the module docstring).
+      ``(memory, drift)`` for the next state (the test: docs/internals/slpc.md,
+      section "The automatic memory").
     """
     H = obs.hx.shape[0] - 1
     dt = obs.sigma2.dtype
@@ -271,8 +257,7 @@ def follow_drift(state: State, obs: Observation, r_u):
     # τ grows only on evidence: a round that tested x_t and saw no drift, or a trace in order (where
     # new ground says nothing). On a stream in random order a round that cannot test leaves τ as it
     # is: once the line has grown a strand for the newest points of a drifting curve, every old
-    # point projects on one side of x_t along it, no round could test, and τ grew by one a round
-    # for good (to 642 at the end of a 1,000-point drifting arc, the line smeared over the band it
-    # swept). Held at τ, the rows age past it and the test resumes.
+    # point projects on one side of x_t along it, no round could test, and τ would grow for good.
+    # Held at τ, the rows age past it and the test resumes.
     grow = counts | (obs.order >= history.ORDERED)
     return jnp.where(counts & (drift > DRIFT_HIGH), shrunk, jnp.where(grow, state.memory + 1.0, state.memory)), drift

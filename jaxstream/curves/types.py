@@ -10,11 +10,12 @@ from .objective import Params
 
 Array = jax.Array
 
-# Version of the `State` layout, recorded with the configuration so that a
-# checkpoint saved under another layout is refused on load (5: the ring of
+# Layouts (5: the ring of
 # recent points, R and L left automatic in the params; 4: seg_slot, the
 # rows of hist_D stay put; 3: Params has outlier_scale; 2: hist_D
 # segment-major (V − 1, H + 1); 1, unrecorded: (H + 1, V − 1)).
+#: Version of the `State` layout, recorded with the configuration so that a
+#: checkpoint saved under another layout is refused on load.
 STATE_LAYOUT = 5
 
 INITS = ("fit", "pca")
@@ -95,9 +96,10 @@ class State(NamedTuple):
       n_seen: number of points learned so far (initial points included).
       memory: τ_t, the forgetting time scale in use (inf: none; see
         `Params.memory`).
-      drift: the recent rate at which x_t, projected inside the line, lay
-        farther from it than the noise's 90 % quantile (an exponential
-        moving average; what the automatic memory follows).
+      drift: the recent rate at which x_t, tested against the points older
+        than the memory, lay farther from them than from the recent points
+        (an exponential moving average; what the automatic memory follows,
+        `jaxstream.curves.tracking.follow_drift`).
       centre: (d,) mean of the initial points.
       scale: RMS distance of the initial points to their mean.
       params: resolved `Params`.

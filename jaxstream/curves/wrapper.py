@@ -23,12 +23,22 @@ class SLPC(StreamModel):
     ``last_losses_``, ``cumulative_loss_``, ``state_``).
 
     Example:
-      >>> model = SLPC(seed=0).partial_fit(points)
-      >>> model.learn_one(x).last_losses_[0]    # x's prequential loss
-      >>> model.vertices_                         # (K+1, d) the current line
-      >>> model.predict(points)                   # projections onto it
-      >>> model.transform(points)                 # (n, 1) arc-length positions
-      >>> model.score(points)                     # R²
+      >>> import numpy as np
+      >>> from jaxstream import SLPC, datasets
+      >>> points = datasets.make_cubic_stream(300, seed=0)       # (300, 2)
+      >>> model = SLPC(max_segments=10, history_size=64, seed=0).partial_fit(points)
+      >>> int(np.isnan(model.last_losses_).sum())               # the first t0 = 20 points start the curve
+      20
+      >>> model.vertices_.shape == (model.n_segments_ + 1, 2)   # the current line, (K+1, d)
+      True
+      >>> model.learn_one(points[0]).last_losses_.shape         # one more point: its prequential loss
+      (1,)
+      >>> model.predict(points[:3]).shape                       # projections onto the line
+      (3, 2)
+      >>> model.transform(points[:3]).shape                     # arc-length positions
+      (3, 1)
+      >>> 0.9 < model.score(points) <= 1.0                      # R² of the points under the line
+      True
 
     Args: the arguments of `jaxstream.slpc` (capacities, variants and
       numeric parameters), and ``seed`` for the PRNG key.
