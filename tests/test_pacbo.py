@@ -1042,3 +1042,12 @@ def test_k_plus_one_row_splits_a_cluster_of_groups_an_outlying_handful_does_not_
     assert w_up < 0.3 * w_far
     assert float(rows.within_ss[2]) == pytest.approx(w_far, rel=1e-5)
     assert sorted(np.round(up[:2, 0]).tolist())[0] == pytest.approx(0.0, abs=1.0)  # one centre on the left group
+
+
+def test_module_defaults_are_the_factorys():
+    # Calling the module's init/update with Config() runs the algorithm pacbo() builds (tracking
+    # and the split guard included): the factory takes its defaults from Config.
+    learner = jaxstream.pacbo()
+    assert learner.config == P.Config() and learner.config.tracking and learner.config.split_guard
+    assert jaxstream.pacbo(preset="paper").config.tracking is False
+    jax.tree_util.tree_map(np.testing.assert_array_equal, learner.params, P.default_params())  # NaN == NaN

@@ -576,9 +576,10 @@ def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *
         for key in ("estimate", "split_guard", "tracking"):
             base.pop(key, None)
         param_overrides = dict(base, **param_overrides)
-    estimate = "mean" if estimate is None else estimate
-    split_guard = True if split_guard is None else split_guard
-    tracking = True if tracking is None else tracking
+    defaults = Config._field_defaults  # one place for the defaults: the factory's are Config's
+    estimate = defaults["estimate"] if estimate is None else estimate
+    split_guard = defaults["split_guard"] if split_guard is None else split_guard
+    tracking = defaults["tracking"] if tracking is None else tracking
     if not isinstance(split_guard, (bool, np.bool_)):
         raise TypeError(f"split_guard must be a bool; got {split_guard!r}")
     p = check_capacity(max_clusters, "max_clusters")

@@ -36,8 +36,12 @@ class Config(NamedTuple):
         the k̂ + 1 row's extra centre may split noise
         (`jaxstream.clustering.quasi_posterior`, "Split guard").
       tracking: a moving cluster's remembered points follow it (a velocity
-        per point, `jaxstream.clustering.forgetting.track_moved`); False (the
-        default): it keeps only its m newest (`forget_moved`).
+        per point, `jaxstream.clustering.forgetting.track_moved`; the
+        default, as in `jaxstream.pacbo`); False: it keeps only its m newest
+        (`forget_moved`).
+
+    The defaults are `jaxstream.pacbo`'s, so the module's `init`/`update`
+    called with ``Config()`` run the same algorithm as ``pacbo()``.
     """
 
     max_clusters: int = 50
@@ -51,7 +55,7 @@ class Config(NamedTuple):
     recent_size: int = 6
     provisional_size: int = 8
     split_guard: bool = True
-    tracking: bool = False
+    tracking: bool = True
 
     name = "pacbo"
 
