@@ -609,6 +609,19 @@ def test_blocked_chain_equals_dense_chain_across_blocks():
     blocked, ref = calls(jax.random.PRNGKey(0))
     assert 0 < float(np.mean(ref[1].is_accepted)) < 1 and len(set(np.asarray(ref[1].n_clusters).tolist())) > 1
     chex.assert_trees_all_close(blocked, ref, rtol=1e-5, atol=1e-5)
+    # The block path is chosen by type (BlockwiseLogDensity), not by an attribute's name.
+    assert isinstance(fn, K.BlockwiseLogDensity) and not isinstance(dense, K.BlockwiseLogDensity)
+
+    class Lookalike:  # has the methods' names, not the contract: scored as a plain batched target
+        def __call__(self, c, k):
+            return fn(c, k)
+
+        def from_distances(self, *a):
+            raise AssertionError("a target that is not a BlockwiseLogDensity was scored block by block")
+
+    st = K.init(jnp.asarray(means[1]), 7, fn, fam, 3)
+    chex.assert_trees_all_close(K.sample_chain(jax.random.PRNGKey(0), st, Lookalike(), fam, N, 3, path_mean=True),
+                                ref, rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------

@@ -14,7 +14,9 @@ materialised as (N, p, d).
 
 Shape (BlackJAX style): `ChainState`, `ChainInfo`, `init`,
 `build_kernel` (one step), `sample_chain` (N steps, batched), and
-`log_proposal_density` / `sample_proposals`.
+`log_proposal_density` / `sample_proposals`. A target is any batched
+``logdensity_fn(centers, k)``; one that subclasses `BlockwiseLogDensity`
+is also scored one block of centre slots at a time.
 
 How it works, in detail (the proposal density, label switching and
 ``symmetrize``, the blocked draws): the documentation's "How PACBO works"
@@ -22,6 +24,7 @@ page (docs/internals/pacbo.md), section "The reversible-jump kernel".
 """
 from __future__ import annotations
 
+import abc
 import itertools
 import math
 from typing import Callable, NamedTuple
@@ -40,8 +43,39 @@ from .._loops import fori_upto
 Array = jax.Array
 LogDensityFn = Callable[[Array, Array], Array]
 
-__all__ = ["PROPOSAL_BLOCK", "ProposalFamily", "ChainState", "ChainInfo", "log_proposal_density", "sample_proposals",
-           "init", "build_kernel", "sample_chain"]
+__all__ = ["PROPOSAL_BLOCK", "ProposalFamily", "ChainState", "ChainInfo", "BlockwiseLogDensity",
+           "log_proposal_density", "sample_proposals", "init", "build_kernel", "sample_chain"]
+
+
+class BlockwiseLogDensity(abc.ABC):
+    """A log target over (k, centres) that can also be scored one block of centre slots at a time.
+
+    `sample_chain` scores a subclass's proposals block by block (never an
+    (M, p, d) tensor): it starts from `init_distances`, folds each block of
+    centres in with `add_centres` and `in_ball`, and ends with
+    `from_distances`. The result must equal ``self(centers, k)``.
+    `jaxstream.clustering.quasi_posterior.LogTarget` is PACBO's.
+    """
+
+    @abc.abstractmethod
+    def __call__(self, centers: Array, k: Array) -> Array:
+        """(M,) log target of centers (M, p, d) with k (M,) active slots."""
+
+    @abc.abstractmethod
+    def init_distances(self, m: int) -> Array:
+        """The running summary of m proposals before any centre (e.g. (m, H) of +inf)."""
+
+    @abc.abstractmethod
+    def add_centres(self, acc: Array, cb: Array) -> Array:
+        """acc updated with a block of centres cb (m, b, d) (inactive slots at +inf)."""
+
+    @abc.abstractmethod
+    def in_ball(self, cb: Array, active: Array) -> Array:
+        """(m,) whether every active centre of cb (m, b, d) (active (m, b)) is in the prior's support."""
+
+    @abc.abstractmethod
+    def from_distances(self, acc: Array, inside: Array, k: Array) -> Array:
+        """(m,) log target from the running summary acc, the support check and k (m,)."""
 
 
 class ProposalFamily(NamedTuple):
@@ -370,7 +404,7 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
       ``path_mean``, ``(final_state, infos, mean_centers)``.
     """
     k_prop, k_u = jax.random.split(key)
-    if not symmetrize and hasattr(logdensity_fn, "from_distances"):
+    if not symmetrize and isinstance(logdensity_fn, BlockwiseLogDensity):
         return _sample_chain_blocked(k_prop, k_u, state, logdensity_fn, family, n_steps, df, path_mean)
     c, k, lg, u = sample_proposals(k_prop, family, n_steps, df, symmetrize)
     ld = logdensity_fn(c, k)
@@ -382,7 +416,7 @@ def sample_chain(key, state: ChainState, logdensity_fn: LogDensityFn, family: Pr
     return final, info, _weighted_mean(wts, w0, _ops.einsum("n,npd->pd", wts, c), state.centers)
 
 
-def _sample_chain_blocked(k_prop, k_u, state: ChainState, target, family: ProposalFamily, n_steps: int,
+def _sample_chain_blocked(k_prop, k_u, state: ChainState, target: BlockwiseLogDensity, family: ProposalFamily, n_steps: int,
                           df: int, path_mean: bool):
     """`sample_chain` for a target evaluable block by block (`quasi_posterior.LogTarget`).
 

@@ -42,6 +42,7 @@ from jax.scipy.special import gammaln
 
 from .._loops import fori_upto
 from .forgetting import chi2_quantile
+from .kernel import BlockwiseLogDensity
 from .lloyd import center_mask, nearest_center
 
 Array = jax.Array
@@ -321,11 +322,11 @@ def energies(centers: Array, n_clusters: Array, points_t: Array, point_mask: Arr
     return weight * jnp.sum(jnp.where(point_mask[None], terms, 0.0), axis=1)
 
 
-class LogTarget:
+class LogTarget(BlockwiseLogDensity):
     """The round's log target ``(centers (M, p, d), k (M,)) -> −λ·S(c) + log π(c)`` (batched), callable.
 
-    Besides the call, it exposes the target block by block over centre slots
-    (`init_distances`, `add_centres`, `in_ball`, `from_distances`), which
+    A `jaxstream.clustering.kernel.BlockwiseLogDensity`: besides the call it
+    exposes the target block by block over centre slots, which
     `jaxstream.clustering.kernel.sample_chain` uses to score proposals whose
     centres are generated one block of slots at a time, never as an
     (M, p, d) tensor.
