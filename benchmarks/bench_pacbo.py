@@ -76,10 +76,12 @@ MEANS4 = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
 
 
 def four_groups_stream(seed, T=200):
-    """The slides' first stream: equal mixture of N(m_j, I), j = 1..4. Returns (xs, labels)."""
-    rng = np.random.default_rng(seed)
-    lab = rng.integers(0, 4, T)
-    return (MEANS4[lab] + rng.standard_normal((T, 2))).astype(np.float32), lab
+    """The slides' first stream: equal mixture of N(m_j, I), j = 1..4. Returns (xs float32, labels).
+
+    `jaxstream.datasets.make_four_groups_stream` with i.i.d. labels (the same draws)."""
+    from jaxstream.datasets import make_four_groups_stream
+    xs, lab, _ = make_four_groups_stream(T, seed, balanced=False, return_truth=True)
+    return xs.astype(np.float32), lab
 
 
 def ten_group_means(rng, n_groups=10, box=10.0, min_sep=6.0):

@@ -30,7 +30,7 @@ extensions = [
 nitpicky = True
 # References into other projects cannot be resolved offline; everything of ours must resolve.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(jax|jaxlib|numpy|np|optax|chex|typing|collections|contextlib|os|pathlib|types)(\..*)?"),
+    (r"py:.*", r"(jax|jaxlib|numpy|np|optax|chex|typing|collections|contextlib|os|pathlib|types|abc)(\..*)?"),
     (r"py:.*", r"(Array|ArrayLike|PRNGKey|Key|Any|Callable|Iterable|Iterator|Sequence|Mapping|Optional|Union)"),
     (r"py:.*", r"(int|float|bool|str|bytes|tuple|list|dict|object|None|NamedTuple|Path|PathLike)"),
 ]

@@ -30,7 +30,8 @@ import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 import jaxstream as js
 from jaxstream.clustering import baselines as kb
-from bench_pacbo import four_groups_stream, growing_groups_stream, MEANS4, batched_params, _streams_fn
+from jaxstream.datasets import PACBO_MEANS, make_four_groups_stream
+from bench_pacbo import growing_groups_stream, batched_params, _streams_fn
 
 print("jax", jax.__version__, jax.devices())
 learner = js.pacbo(max_clusters=50, history_size=256, n_steps=500)
@@ -48,8 +49,8 @@ cells.append(md("""## 1. Four Gaussian groups
 Means (0,0), (−4,−1), (0,7), (5,2), identity covariance, equal weights,
 T = 200 points, seeds 0–9."""))
 cells.append(code("""S, T = 10, 200
-data = [four_groups_stream(s, T) for s in range(S)]
-xs = np.stack([d[0] for d in data])
+data = [make_four_groups_stream(T, seed=s, balanced=False, return_truth=True)[:2] for s in range(S)]
+xs = np.stack([d[0] for d in data]).astype(np.float32)
 t0 = time.perf_counter()
 st, info = jax.block_until_ready(run_pacbo(xs, 0))
 print(f"{time.perf_counter() - t0:.1f}s (compile included) for {S} streams x {T} rounds x 500 MCMC steps")
@@ -65,7 +66,7 @@ okm_cum = np.asarray(okm_losses, np.float64).sum(1)
 print(f"online k-means (k=4) cumulative loss: {okm_cum.mean():.1f} ({okm_cum.std(ddof=1):.1f})")
 gap = jax.jit(lambda key, x: kb.gap_statistic(key, x, 10, n_refs=5))
 print("Gap statistic on the 200 points (B=5):", [int(gap(jax.random.key(100 + s), xs[s]).k) for s in range(S)])
-floor = [np.sum((x - MEANS4[l]) ** 2) for x, l in data]
+floor = [np.sum((x - PACBO_MEANS[l]) ** 2) for x, l in data]
 print(f"loss of the true means: {np.mean(floor):.1f}")"""))
 cells.append(code("""fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 t = np.arange(1, T + 1)
@@ -76,7 +77,7 @@ axes[0].set(xlabel="round t", ylabel="k̂_t", title="PACBO: number of clusters (
 c = np.asarray(st.centers[0][: int(st.n_clusters[0])])
 axes[1].scatter(xs[0, :, 0], xs[0, :, 1], s=8, c=np.asarray(js.clustering.pacbo.predict(jax.tree_util.tree_map(lambda a: a[0], st), xs[0])), cmap="tab10")
 axes[1].scatter(c[:, 0], c[:, 1], marker="^", s=120, c="k", label="PACBO centres")
-axes[1].scatter(MEANS4[:, 0], MEANS4[:, 1], marker="x", s=80, c="r", label="true means")
+axes[1].scatter(PACBO_MEANS[:, 0], PACBO_MEANS[:, 1], marker="x", s=80, c="r", label="true means")
 axes[1].legend(fontsize=8); axes[1].set_title("seed 0 at T = 200")
 axes[2].plot(t, np.cumsum(np.asarray(info.loss), 1).mean(0), label="PACBO")
 axes[2].plot(t, np.cumsum(np.asarray(okm_losses), 1).mean(0), label="online k-means, k=4")
