@@ -505,7 +505,7 @@ def test_pictures_of_many_columns_show_the_principal_plane(tmp_path):
     centres = np.stack([xs[:60].mean(0), xs[60:].mean(0)])
     figures = dict(centers=centres, n_clusters=2, provisional=xs[-1:], k_over_time=np.full(63, 2))
     out = tmp_path / "six.png"
-    cli._plot_cluster(plt, xs, (np.arange(63) >= 60).astype(int), figures, [str(j) for j in range(6)], str(out),
-                      "six-D", np.ones(63), None, np.ones(63, bool))
+    pic = cli.pictures.Picture(plt, str(out), "six-D", [str(j) for j in range(6)])
+    cli._plot_cluster(pic, xs, (np.arange(63) >= 60).astype(int), figures, np.ones(63), None, np.ones(63, bool))
     with open(out, "rb") as f:
         assert f.read(8) == PNG_MAGIC
