@@ -1,6 +1,7 @@
 """PACBO's static configuration and its pytrees: `Config`, `Params`, `State`, `Info`."""
 from __future__ import annotations
 
+import abc
 from typing import NamedTuple, Optional
 
 import jax
@@ -225,3 +226,34 @@ class Info(NamedTuple):
     outside_radius: Array
     n_forgotten: Array
     n_provisional: Array
+
+
+class BlockwiseLogDensity(abc.ABC):
+    """A log target over (k, centres) that can also be scored one block of centre slots at a time.
+
+    `sample_chain` scores a subclass's proposals block by block (never an
+    (M, p, d) tensor): it starts from `init_distances`, folds each block of
+    centres in with `add_centres` and `in_ball`, and ends with
+    `from_distances`. The result must equal ``self(centers, k)``.
+    `jaxstream.clustering.quasi_posterior.LogTarget` is PACBO's.
+    """
+
+    @abc.abstractmethod
+    def __call__(self, centers: Array, k: Array) -> Array:
+        """(M,) log target of centers (M, p, d) with k (M,) active slots."""
+
+    @abc.abstractmethod
+    def init_distances(self, m: int) -> Array:
+        """The running summary of m proposals before any centre (e.g. (m, H) of +inf)."""
+
+    @abc.abstractmethod
+    def add_centres(self, acc: Array, cb: Array) -> Array:
+        """acc updated with a block of centres cb (m, b, d) (inactive slots at +inf)."""
+
+    @abc.abstractmethod
+    def in_ball(self, cb: Array, active: Array) -> Array:
+        """(m,) whether every active centre of cb (m, b, d) (active (m, b)) is in the prior's support."""
+
+    @abc.abstractmethod
+    def from_distances(self, acc: Array, inside: Array, k: Array) -> Array:
+        """(m,) log target from the running summary acc, the support check and k (m,)."""
