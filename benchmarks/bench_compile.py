@@ -105,8 +105,8 @@ def main(argv=None) -> int:
           f"{'hlo lines':>11}{'while':>7}{'import s':>10}")
     for name in args.learners.split(","):
         r = measure_learner(name, args.repeats)
-        print(f"{name:<14}{r['first']:>12.2f}{r['warm']:>16.3f}{r['compile']:>18.2f}{r['lines']:>11,}"
-              f"{r['whiles']:>7}{r['import_s']:>10.2f}", flush=True)
+        print(f"{name:<14}{r['first']:>12.2f}{r['warm']:>16.3f}{r['compile']:>18.2f}{int(r['lines']):>11,}"
+              f"{int(r['whiles']):>7}{r['import_s']:>10.2f}", flush=True)
     if not args.no_cli:
         for cmd in (["curve"], ["cluster"]):
             print(f"jaxstream {cmd[0]:<8} (no disk cache): {measure_cli(cmd, args.repeats):.1f} s wall", flush=True)
