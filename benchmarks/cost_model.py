@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import defaultdict
 
 import numpy as np
 

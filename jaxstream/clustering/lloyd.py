@@ -147,9 +147,6 @@ def _centroids(points: Array, pm: Array, a: Array, c: Array, cm: Array) -> Array
 
 def _kmeans_blocked(points: Array, points_t: Array, pm: Array, centers: Array, k, n_iters: int):
     """Lloyd on the active prefix only (distances over its blocks); returns (centres, slot, d2)."""
-    p = centers.shape[0]
-    cm = center_mask(k, p)
-
     def body(_, c):
         _, a = nearest_center_blocked(points_t, c, k)
         return _centroids_blocked(points, pm, a, c, k)[0]

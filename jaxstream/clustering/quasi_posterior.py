@@ -32,7 +32,6 @@ docstring" and "Split guard" that docstrings here cite are that section.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
