@@ -1,4 +1,4 @@
-"""Timing helper shared by the benchmark scripts."""
+"""Helpers shared by the benchmark scripts: timing, and a default stream per learner."""
 import statistics
 import time
 
@@ -21,3 +21,22 @@ def timed(fn, *args, repeats=3):
         jax.block_until_ready(fn(*args))
         runs.append(time.perf_counter() - t)
     return out, first, statistics.median(runs)
+
+
+def default_stream(name: str, n: int):
+    """(n, d) float32 points of the stream each learner is shown on by default.
+
+    slpc: the paper's cubic stream; pacbo: the four groups of the slides; landmark_mds: an S-curve.
+    """
+    import numpy as np
+    from jaxstream import datasets
+
+    if name == "slpc":
+        xs = datasets.make_cubic_stream(n, seed=0)
+    elif name == "pacbo":
+        xs = datasets.make_four_groups_stream(n, seed=0)
+    elif name == "landmark_mds":
+        xs = datasets.make_s_curve(n, random_state=0)[0]
+    else:
+        raise ValueError(f"no default stream for {name!r}")
+    return np.asarray(xs, np.float32)

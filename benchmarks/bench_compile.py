@@ -35,15 +35,10 @@ import json, sys, time
 t_start = time.perf_counter()
 import jax, jax.numpy as jnp, numpy as np
 import jaxstream as js
-from jaxstream import datasets
 name = sys.argv[1]
-if name == "slpc":
-    xs = datasets.make_cubic_stream(120, seed=0)
-elif name == "pacbo":
-    xs = datasets.make_four_groups_stream(120, seed=0)
-else:
-    xs = datasets.make_s_curve(120, random_state=0)[0]
-xs = np.asarray(xs, np.float32)
+sys.path.insert(0, sys.argv[2])
+from _timing import default_stream
+xs = default_stream(name, 120)
 t_import = time.perf_counter() - t_start
 key = jax.random.key(0)
 t = time.perf_counter()
@@ -75,7 +70,8 @@ def _env():
 def measure_learner(name: str, repeats: int) -> dict:
     runs = []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", _CHILD, name], capture_output=True, text=True, env=_env(),
+        out = subprocess.run([sys.executable, "-c", _CHILD, name, os.path.dirname(os.path.abspath(__file__))],
+                             capture_output=True, text=True, env=_env(),
                              check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}

@@ -134,15 +134,9 @@ def analyse(name: str, batch: int) -> dict:
     import jax
     import jax.numpy as jnp
     import jaxstream as js
-    from jaxstream import datasets
+    from _timing import default_stream
 
-    if name == "slpc":
-        xs = datasets.make_cubic_stream(300, seed=0)
-    elif name == "pacbo":
-        xs = datasets.make_four_groups_stream(300, seed=0)
-    else:
-        xs = datasets.make_s_curve(300, random_state=0)[0]
-    xs = np.asarray(xs, np.float32)
+    xs = default_stream(name, 300)
     learner = getattr(js, name)()
     key = jax.random.key(0)
     state = learner.init(key, xs[:20])
