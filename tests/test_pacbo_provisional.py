@@ -229,6 +229,22 @@ def test_no_ring_and_paper_preset():
     assert float(jaxstream.pacbo(CAP, HIST, STEPS, preset="paper").params.provisional_level) == 0.0
 
 
+
+def test_no_ring_loss_derivatives_are_the_partitions(learner):
+    """provisional_size=0: the loss's derivatives (forward and reverse) are those of
+    min_j ||x − c_j||² (a minimum over the empty ring once gave a NaN tangent)."""
+    none = jaxstream.pacbo(CAP, HIST, STEPS, provisional_size=0)
+    s = _state(learner)._replace(recent=jnp.zeros((0, 2)), provisional=jnp.zeros((0,), bool))
+    x = jnp.array([0.3, -0.7])
+
+    def ref(c, x):
+        return jnp.min(jnp.sum((x - c[:3]) ** 2, -1))
+
+    f = lambda c, x: none.loss(s._replace(centers=c), x)
+    check_grads(f, (s.centers, x), order=1, modes=["fwd", "rev"])
+    v = (jnp.ones_like(s.centers), jnp.array([1.0, 2.0]))
+    np.testing.assert_allclose(jax.jvp(f, (s.centers, x), v)[1], jax.jvp(ref, (s.centers, x), v)[1], rtol=1e-12)
+
 @pytest.mark.parametrize("bad", [-0.1, 1.0, float("nan")])
 def test_bad_level_is_refused(learner, bad):
     with pytest.raises(ValueError, match="provisional_level"):

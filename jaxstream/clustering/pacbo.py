@@ -204,7 +204,11 @@ def _provisional_sq_distances(state: State, flat: Array) -> Array:
 def _nearest(state: State, flat: Array):
     """(partition loss (N,), its nearest slot (N,), provisional loss (N,): +inf without any)."""
     l, a = nearest_center(flat, state.centers, _active(state))
-    lp = jnp.min(_provisional_sq_distances(state, flat), axis=1, initial=jnp.inf)
+    if state.recent.shape[0] == 0:
+        # provisional_size=0: a constant, not a minimum over an empty axis (whose
+        # forward-mode derivative is 0/0 = NaN, and 0·NaN in min(l, lp)'s derivative)
+        return l, a, jnp.full(l.shape, jnp.inf, l.dtype)
+    lp = jnp.min(_provisional_sq_distances(state, flat), axis=1)
     return l, a, lp
 
 
