@@ -8,7 +8,7 @@ from . import _ops
 
 Array = jax.Array
 
-__all__ = ["eigh"]
+__all__ = ["eigh", "polar"]
 
 
 @jax.custom_jvp
@@ -50,3 +50,37 @@ def _eigh_jvp(primals, tangents):
     dw = jnp.diagonal(m)
     dv = _ops.matmul(v, f * m)
     return (w, v), (dw, dv)
+
+
+@jax.custom_jvp
+def polar(m: Array) -> Array:
+    """The orthogonal polar factor ``U Vᵀ`` of a square matrix ``m = U S Vᵀ``, with a finite derivative.
+
+    Differentiating ``jnp.linalg.svd`` divides by the gaps between singular
+    values, so ``U Vᵀ`` of a matrix with a repeated singular value (a
+    multiple of the identity, a zero matrix) gets an inf·0 = NaN derivative
+    although ``U Vᵀ`` itself is smooth wherever ``s_i + s_j > 0``. Here the
+    derivative is ``U X Vᵀ`` with ``X_ij = (K_ij − K_ji) / (s_i + s_j)``,
+    ``K = Uᵀ dm V``, and 0 where ``s_i + s_j`` is 0 to rounding (the factor is not
+    unique there).
+
+    Args:
+      m: (k, k) matrix.
+
+    Returns:
+      (k, k) orthogonal matrix (a reflection when ``det m < 0``).
+    """
+    u, _, vt = jnp.linalg.svd(m)
+    return _ops.matmul(u, vt)
+
+
+@polar.defjvp
+def _polar_jvp(primals, tangents):
+    (m,), (dm,) = primals, tangents
+    u, s, vt = jnp.linalg.svd(m)
+    k = _ops.matmul(_ops.matmul(u.T, dm), vt.T)
+    total = s[:, None] + s[None, :]
+    tol = 10.0 * m.shape[-1] * jnp.finfo(s.dtype).eps * jnp.maximum(jnp.max(s), jnp.finfo(s.dtype).tiny)
+    ok = total > tol
+    x = jnp.where(ok, (k - k.T) / jnp.where(ok, total, 1.0), 0.0)
+    return _ops.matmul(u, vt), _ops.matmul(_ops.matmul(u, x), vt)

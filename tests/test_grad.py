@@ -9,7 +9,7 @@ from jax.test_util import check_grads
 
 import jaxstream as js
 from jaxstream import _ops, geometry as G
-from jaxstream._linalg import eigh
+from jaxstream._linalg import eigh, polar
 from jaxstream.clustering import quasi_posterior as Q
 from jaxstream.curves.refine import refine
 from jaxstream.embedding import landmark_stress, lmds_fit, lmds_transform, normalized_stress
@@ -116,6 +116,44 @@ def test_safe_eigh_degenerate_spectrum():
     Dg = jnp.diag(jnp.array([0., 0., 0., 1., 3.]))
     assert not _finite(jax.jacrev(lambda B: jnp.linalg.eigh(B)[1][:, -1])(Dg))
     assert _finite(jax.jacrev(lambda B: eigh(B)[1][:, -1])(Dg))
+
+
+def test_polar_factor_values_and_derivatives():
+    """``polar(m)`` is NumPy's U Vᵀ; its derivative equals central differences on a generic matrix
+    and where singular values repeat (c·I: U Vᵀ is smooth there, the SVD's rule is NaN), and
+    stays finite (0) at the zero matrix, where the factor is not unique."""
+    rng = np.random.default_rng(3)
+    M = jnp.asarray(rng.normal(size=(3, 3)))
+    u, _, vt = np.linalg.svd(np.asarray(M))
+    np.testing.assert_allclose(polar(M), u @ vt, atol=1e-12)
+    check_grads(polar, (M,), order=1, modes=["fwd", "rev"], **TOL)
+    cI = 2.0 * jnp.eye(3)
+    naive = lambda m: (lambda usv: usv[0] @ usv[2])(jnp.linalg.svd(m))
+    assert not _finite(jax.jacrev(naive)(cI))
+    check_grads(polar, (cI,), order=1, modes=["fwd", "rev"], **TOL)
+    dm = jnp.asarray(rng.normal(size=(3, 3)))
+    np.testing.assert_allclose(jax.jvp(polar, (cI,), (dm,))[1], (dm - dm.T) / 4.0, atol=1e-12)
+    assert _finite(jax.jacrev(polar)(jnp.zeros((3, 3))))
+
+
+def test_aligned_landmark_embedding_gradient_through_a_stream():
+    """``align=True`` aligns each new embedding by Procrustes: its derivative through a whole
+    stream is finite and equals a central difference (the SVD's own rule gave NaN)."""
+    from jaxstream import differentiable as D
+    learner = js.landmark_mds(max_landmarks=6, n_components=2, align=True)
+    xs = jnp.asarray(js.datasets.make_cubic_stream(40, seed=1000))
+    key = jax.random.key(0)
+
+    def energy(state):
+        y = learner.predict(state, state.points)
+        return jnp.sum(jnp.where(state.is_landmark[:, None], y, 0.0) ** 2)
+
+    f = jax.jit(lambda x: D.stream_loss(learner, key, x, penalty=energy))
+    g = jax.grad(lambda x: D.stream_loss(learner, key, x, penalty=energy))(xs)
+    assert _finite(g)
+    v = jnp.asarray(np.random.default_rng(0).normal(size=xs.shape))
+    h = 1e-6
+    np.testing.assert_allclose(float(jnp.vdot(g, v)), float((f(xs + h * v) - f(xs - h * v)) / (2 * h)), rtol=1e-6)
 
 
 def test_lmds_gradients_with_mask_and_weights():

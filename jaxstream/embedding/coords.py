@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _ops
+from .._linalg import polar
 from .._ops import first_argmin
 from .distances import _Dist
 from .lmds import lmds_fit
@@ -98,8 +99,7 @@ def procrustes(new: Embedding, ref: Embedding) -> Embedding:
     cY = _ops.matmul(w, new.coords) / safe_n
     cP = _ops.matmul(w, P) / safe_n
     M = _ops.matmul(((new.coords - cY) * w[:, None]).T, P - cP)
-    U, _, Vt = jnp.linalg.svd(M)
-    R = jnp.where(n >= k + 1, _ops.matmul(U, Vt), jnp.eye(k, dtype=M.dtype))
+    R = jnp.where(n >= k + 1, polar(M), jnp.eye(k, dtype=M.dtype))
     shift = jnp.where(n >= 1, cP - _ops.matmul(cY, R), jnp.zeros_like(cP))
     coords = jnp.where(new.mask[:, None], _ops.matmul(new.coords, R) + shift, 0.0)
     return new._replace(coords=coords, weights=_ops.matmul(new.weights, R), offset=_ops.matmul(new.offset, R) + shift)
