@@ -6,6 +6,8 @@ compiled). Subprocesses share a persistent XLA cache so later runs are faster.
 """
 from __future__ import annotations
 
+import argparse
+import inspect
 import math
 import os
 import re
@@ -509,3 +511,22 @@ def test_pictures_of_many_columns_show_the_principal_plane(tmp_path):
     cli._plot_cluster(pic, xs, (np.arange(63) >= 60).astype(int), figures, np.ones(63), None, np.ones(63, bool))
     with open(out, "rb") as f:
         assert f.read(8) == PNG_MAGIC
+
+
+def test_help_states_the_learners_defaults():
+    """The help texts read the defaults from the code (they once said 400 for a cap of 36)."""
+    from jaxstream.cli.parser import build_parser
+    from jaxstream.clustering.types import default_params as pacbo_params
+    from jaxstream.curves import objective
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {name: {a.dest: " ".join((a.help or "").split()) for a in p._actions}
+             for name, p in sub.choices.items()}
+    curve, cluster, embed = helps["curve"], helps["cluster"], helps["embed"]
+    assert f"calibrated, {objective.DEFAULT_OUTLIER_SCALE:g})" in curve["outlier_scale"]
+    assert f"calibrated, {objective.DEFAULT_H_SCALE:g})" in curve["h_scale"]
+    assert f"calibrated, {objective.DEFAULT_LENGTH_SCALE:g})" in curve["length_scale"]
+    assert f"default: {inspect.signature(js.slpc).parameters['end_lead'].default:g})" in curve["end_lead"]
+    assert f"the learner's, {float(pacbo_params().drift_level):g})" in cluster["drift_level"]
+    assert f"the learner's, {inspect.signature(js.pacbo).parameters['n_steps'].default})" in cluster["n_steps"]
+    assert f"default: {inspect.signature(js.landmark_mds).parameters['max_landmarks'].default})" \
+        in embed["max_landmarks"]

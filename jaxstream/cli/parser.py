@@ -2,7 +2,30 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
+
+from ..clustering.pacbo import pacbo
+from ..curves.learner import slpc
+from ..embedding import landmark_mds
+
+
+def _default(factory, name: str):
+    """The default of `factory`'s keyword `name`, or of its numeric parameter `name`, for the
+    help texts (so that they cannot drift from the code)."""
+    keywords = inspect.signature(factory).parameters
+    if name in keywords and keywords[name].default is not inspect.Parameter.empty:
+        value = keywords[name].default
+    else:
+        value = float(getattr(_params(factory), name))
+    return f"{value:g}" if isinstance(value, float) else value
+
+
+def _params(factory):
+    """A factory's default numeric parameters, without building its learner."""
+    from ..clustering import types as pacbo_types
+    from ..curves import objective
+    return {"slpc": objective.default_params, "pacbo": pacbo_types.default_params}[factory.__name__]()
 
 
 def _positive_int(text):
@@ -86,11 +109,11 @@ def _add_curve(sub) -> None:
                     "epicentres (longitude, latitude) in 130E-180E, 70S-30N, in time order. Prints the "
                     "prequential loss and R^2; draws the points, the curve and the running loss.")
     p.add_argument("--max-segments", type=_positive_int, metavar="P",
-                   help="largest number of segments of the curve (capacity; default: the learner's, 50)")
+                   help=f"largest number of segments of the curve (capacity; default: the learner's, {_default(slpc, 'max_segments')})")
     p.add_argument("--history-size", type=_positive_int, metavar="H",
                    help="past points kept to evaluate candidate curves (capacity; default: the learner's)")
     p.add_argument("--t0", type=_positive_int, metavar="N",
-                   help="initial points that build the first curve (default: 20)")
+                   help=f"initial points that build the first curve (default: {_default(slpc, 't0')})")
     p.add_argument("--init", choices=("fit", "pca"),
                    help="first curve: 'fit' (default) fits the penalised objective offline on the t0 "
                         "initial points; 'pca' is the paper's first-principal-component segment")
@@ -99,14 +122,14 @@ def _add_curve(sub) -> None:
                         "variance (equivariant); 'theory': the paper's h(f)/eta_t")
     p.add_argument("--h-scale", type=_positive_float, metavar="A",
                    help="multiplier of the price of a segment (larger: fewer segments; default: "
-                        "calibrated, 0.5)")
+                        f"calibrated, {_default(slpc, 'h_scale')})")
     p.add_argument("--outlier-scale", type=_positive_or_inf, metavar="K",
                    help="with --penalty noise, one point's loss in the objective is capped at K noise "
                         "variances (times d-1), so isolated points do not pull the curve; 'inf' for "
-                        "the plain squared loss (default: calibrated, 400)")
+                        f"the plain squared loss (default: calibrated, {_default(slpc, 'outlier_scale')})")
     p.add_argument("--length-scale", type=_nonneg_float, metavar="A",
                    help="multiplier of the price of the curve's length with --penalty noise (larger: "
-                        "shorter curves, fewer folds; default: calibrated)")
+                        f"shorter curves, fewer folds; default: calibrated, {_default(slpc, 'length_scale')})")
     p.add_argument("--eta-scale", type=_positive_float, metavar="A",
                    help="multiplier of the learning rate eta_t; used only with --penalty theory")
     p.add_argument("--data", choices=("seismic", "ferry"), default="seismic",
@@ -121,7 +144,7 @@ def _add_curve(sub) -> None:
     p.add_argument("--end-lead", type=_nonneg_float, metavar="S",
                    help="on a stream arriving in order, the prequential loss also counts the curve's "
                         "head path: from its end to where the trace is now, and S fitted steps of the "
-                        "trace past it (drawn dashed; 0: the curve itself, the paper's loss; default: 8)")
+                        f"trace past it (drawn dashed; 0: the curve itself, the paper's loss; default: {_default(slpc, 'end_lead')})")
     p.add_argument("--no-drift-offset", dest="drift_offset", action="store_false",
                    help="on a drifting stream in random order, measure the prequential loss against the "
                         "curve itself, not the curve moved by the source's estimated offset (the default)")
@@ -141,17 +164,17 @@ def _add_cluster(sub) -> None:
     p.add_argument("--n", type=_positive_int, default=200, help="points of the generated default stream "
                    "(default: 200; ignored with --csv)")
     p.add_argument("--max-clusters", type=_positive_int, metavar="P",
-                   help="largest number of clusters (capacity; default: the learner's, 50)")
+                   help=f"largest number of clusters (capacity; default: the learner's, {_default(pacbo, 'max_clusters')})")
     p.add_argument("--history-size", type=_positive_int, metavar="H",
                    help="past points kept for the quasi-posterior (capacity; default: the learner's)")
     p.add_argument("--n-steps", type=_positive_int, metavar="N",
-                   help="MCMC steps per round (default: the learner's, 500)")
+                   help=f"MCMC steps per round (default: the learner's, {_default(pacbo, 'n_steps')})")
     p.add_argument("--lambda-scale", type=_positive_float, metavar="A",
                    help="multiplier of the inverse temperature λ (larger: more clusters; default: the "
-                        "learner's)")
+                        f"learner's, {_default(pacbo, 'lambda_scale')})")
     p.add_argument("--drift-level", type=float, metavar="A",
                    help="level of the per-cluster drift test in [0, 1): a cluster whose points move forgets "
-                        "its old ones (0: never forget; default: the learner's, 3e-3)")
+                        f"its old ones (0: never forget; default: the learner's, {_default(pacbo, 'drift_level')})")
     p.add_argument("--tracking", action=argparse.BooleanOptionalAction, default=None,
                    help="a cluster whose points move keeps them and moves them with it, at its estimated "
                         "velocity (default: on); the picture then draws the points in memory where the "
@@ -178,14 +201,14 @@ def _add_embed(sub) -> None:
                     "stress; draws the data with the landmarks and the embedding coloured by arrival.")
     p.add_argument("--n", type=_positive_int, default=1000, help="points of the generated default stream "
                    "(default: 1000; ignored with --csv)")
-    p.add_argument("--max-landmarks", type=_positive_int, default=100, metavar="L",
-                   help="most landmarks kept (capacity; default: 100)")
+    p.add_argument("--max-landmarks", type=_positive_int, default=_default(landmark_mds, "max_landmarks"), metavar="L",
+                   help=f"most landmarks kept (capacity; default: {_default(landmark_mds, 'max_landmarks')})")
     p.add_argument("--n-components", type=_positive_int, metavar="K",
-                   help="dimension of the embedding (default: 2, or d for 1-D data)")
+                   help=f"dimension of the embedding (default: {_default(landmark_mds, 'n_components')}, or d for 1-D data)")
     p.add_argument("--buffer-size", type=_positive_int, metavar="N",
                    help="recent points forming the neighbourhood graph (capacity; default: the learner's, "
                         "max(1024, 10 x max-landmarks))")
-    p.add_argument("--eps0", type=_nonneg_float, metavar="E", help="initial covering threshold ε (default: 0)")
+    p.add_argument("--eps0", type=_nonneg_float, metavar="E", help=f"initial covering threshold ε (default: {_default(landmark_mds, 'eps0')})")
     p.add_argument("--stress-sample", type=_positive_int, default=2000, metavar="M",
                    help="points used to compute the stress (all pairs; default: 2000)")
     _common(p, "embed.png")
