@@ -372,3 +372,32 @@ def test_pacbo_tangent_equals_a_central_difference(options):
         t = float(tangent(xs, key, v))
         assert abs(t - cd[1]) <= 1e-6 * abs(cd[1]) + 1e-9, (case, t, cd)
     assert smooth >= 3  # the paper preset's choices flip inside the step more often (3 of 6 smooth)
+
+
+@pytest.mark.slow  # ~60 s: compiling reverse mode through PACBO's round, with its parameters
+@pytest.mark.parametrize("options", [{}, {"provisional_size": 0}], ids=["default", "no-ring"])
+def test_pacbo_reverse_mode_in_data_and_parameters_equals_a_central_difference(options):
+    """``jax.grad`` with respect to the data and every finite, non-zero numeric parameter at once
+    (no context), against a central difference along a random direction, on smooth cases
+    (quotients at h = 1e-5 and 1e-6 agree to 1e-6); `benchmarks/grad_check.py` runs more."""
+    learner = js.pacbo(6, 64, 30, **options)
+    names = [n for n, p in learner.params._asdict().items() if np.isfinite(p) and p != 0]
+    loss = lambda x, k, q: D.stream_loss(learner, k, x, learner.params._replace(**q))
+    f, g = jax.jit(loss), jax.jit(jax.grad(loss, argnums=(0, 2)))
+    p0 = {n: jnp.asarray(getattr(learner.params, n), jnp.float64) for n in names}
+    smooth = 0
+    for case in range(6):
+        xs = _cubic(1, 59, seed0=200 + case)[0]
+        key = jax.random.key(case)
+        rng = np.random.default_rng(case)
+        v = jnp.asarray(rng.normal(size=xs.shape))
+        u = {n: p * rng.normal() for n, p in p0.items()}
+        step = lambda h: {n: p0[n] + h * u[n] for n in names}
+        cd = [float((f(xs + h * v, key, step(h)) - f(xs - h * v, key, step(-h))) / (2 * h)) for h in (1e-5, 1e-6)]
+        if abs(cd[0] - cd[1]) > 1e-6 * abs(cd[1]):
+            continue
+        smooth += 1
+        gx, gp = g(xs, key, p0)
+        gv = float(jnp.vdot(gx, v) + sum(gp[n] * u[n] for n in names))
+        assert abs(gv - cd[1]) <= 1e-5 * abs(cd[1]), (case, gv, cd)
+    assert smooth >= 4
