@@ -205,14 +205,18 @@ class _Prefetcher:
     def __init__(self, gen, depth: int):
         self._q = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._work, args=(gen,), daemon=True)
+        # `with jax.enable_x64(True):` is thread-local: the reader prepares (checks, casts) the
+        # chunks in the caller's precision, as the main thread would
+        x64 = bool(jax.config.jax_enable_x64)
+        self._thread = threading.Thread(target=self._work, args=(gen, x64), daemon=True)
         self._thread.start()
 
-    def _work(self, gen):
+    def _work(self, gen, x64: bool):
         try:
-            for item in gen:
-                if not self._put(item):
-                    return
+            with jax.enable_x64(x64):
+                for item in gen:
+                    if not self._put(item):
+                        return
             self._put(self._END)
         except BaseException as e:  # handed to the consumer, raised there
             self._put(e)
