@@ -125,6 +125,26 @@ def _all_finite(x: np.ndarray) -> bool:
     return bool(np.isfinite(flat.max()) and np.isfinite(flat.min()))
 
 
+def host_array(x, name: str = "x") -> np.ndarray:
+    """A concrete array-like as a NumPy array, with the package's errors.
+
+    A masked array's masked entries become NaN, so the caller's NaN policy
+    (an error, or ``nonfinite="skip"``) applies to them instead of their fill
+    values being learned as data. A ragged list is a ValueError.
+    """
+    if np.ma.isMaskedArray(x):
+        if np.ma.getmaskarray(x).any():
+            if np.asarray(x).dtype.kind not in "biuf":
+                raise ValueError(f"{name} must be numeric; got a masked array of dtype {np.asarray(x).dtype}")
+            return np.ma.filled(np.ma.asarray(x).astype(np.result_type(np.asarray(x).dtype, np.float32)), np.nan)
+        return np.ma.getdata(x)
+    try:
+        return np.asarray(x)
+    except ValueError:  # NumPy's "inhomogeneous shape"
+        raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); "
+                         "got rows of different lengths") from None
+
+
 def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 0,
                  allow_nonfinite: bool = False, nonfinite_hint: str = _NONFINITE_HINT) -> jnp.ndarray:
     """Validate a (n, d) array of points and return it as a JAX array.
@@ -154,11 +174,7 @@ def check_points(x, name: str = "x", *, dim: int | None = None, min_rows: int = 
     """
     refuse_sparse(x, name)
     if is_concrete(x):
-        try:
-            x = np.asarray(x)
-        except ValueError:
-            raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); "
-                             "got rows of different lengths") from None
+        x = host_array(x, name)
         if x.dtype.kind == "c":
             raise ValueError(f"{name} is complex ({x.dtype}): Complex data not supported; pass real coordinates, e.g. "
                              "np.stack([z.real, z.imag], -1)")

@@ -25,6 +25,7 @@ offer today.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ._caches import cached
-from ._checks import PARAM_RANGES, check_params, check_points, is_concrete
+from ._checks import PARAM_RANGES, check_params, check_points, host_array, is_concrete
 from ._loops import static_if_differentiated, static_trip_counts_enabled
 
 Array = jax.Array
@@ -150,6 +151,12 @@ def cached_learner(build: Callable, config, default_params: Callable, param_kwar
     `ValueError` names the parameter and its range. Nothing is checked inside
     the compiled `update` (no cost per round).
     """
+    known = inspect.signature(default_params).parameters
+    unknown = sorted(set(param_kwargs) - set(known))
+    if unknown:
+        name = getattr(config, "name", None) or "the factory"
+        raise TypeError(f"{name}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; its "
+                        f"numeric parameters are {', '.join(known)}")
     items = _hashable_kwargs(param_kwargs)
     if items is None:
         return _validated_build(build, config, default_params, param_kwargs)
@@ -197,7 +204,7 @@ def _prepare_stream(xs, mask, nonfinite: str):
     # user's jit around other work) any jnp call would turn them into tracers.
     concrete = is_concrete(xs)
     if concrete:
-        xs = np.asarray(xs)
+        xs = host_array(xs, "xs")
     checked = check_points(xs, "xs", allow_nonfinite=(nonfinite == "skip"))
     xs = xs.astype(checked.dtype, copy=False) if concrete else checked
     if mask is not None:

@@ -31,7 +31,7 @@ import numpy as np
 import jax
 
 from ._caches import cached
-from ._checks import check_points, refuse_sparse
+from ._checks import check_points, host_array, refuse_sparse
 from ._core import StreamLearner, run_stream
 
 __all__ = ["StreamModel"]
@@ -138,17 +138,18 @@ class StreamModel:
         self._forget()
         return self
 
+    def _seed(self) -> int:
+        seed = self.seed
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__}: seed must be an integer; got {seed!r}")
+        return int(seed)
+
     def _key(self):
-        return jax.random.key(self.seed)
+        return jax.random.key(self._seed())
 
     def _as_rows(self, X, name: str = "X") -> np.ndarray:
         refuse_sparse(X, name)
-        if not isinstance(X, np.ndarray):
-            try:
-                X = np.asarray(X)
-            except ValueError:  # NumPy's "inhomogeneous shape"
-                raise ValueError(f"{name} must be a rectangular numeric array of shape (n, d); got rows of "
-                                 "different lengths") from None
+        X = host_array(X, name)
         if X.ndim == 1:
             raise ValueError(f"{name} must be 2-D (n, d); got a 1-D array of shape {X.shape}: pass one point "
                              "to learn_one, or Reshape your data to (1, d) for one point or (n, 1) for one feature")

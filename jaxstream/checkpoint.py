@@ -31,6 +31,7 @@ checked.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -530,43 +531,8 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
                             "tracking=False to resume a checkpoint written under the old default")
             raise CheckpointError(f"{path} was saved under another learner configuration ({details})")
 
-        x64 = jax.config.jax_enable_x64
-        leaves = []
-        for i, spec in enumerate(manifest["leaves"]):
-            try:
-                arr = data[f"leaf_{i:05d}"]
-            except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-                raise CheckpointError(f"{path}: array {i} is missing or corrupt ({e})") from None
-            if spec["kind"] == "python":
-                leaves.append({"bool": bool, "int": int, "float": float}[spec["type"]](arr.item()))
-                continue
-            if arr.dtype.name != spec["dtype"]:
-                raise CheckpointError(f"{path}: array {i} has dtype {arr.dtype}, manifest says {spec['dtype']}")
-            if spec["kind"] == "key":
-                try:
-                    leaves.append(jax.random.wrap_key_data(jnp.asarray(arr), impl=spec["impl"]))
-                except (ValueError, TypeError, KeyError) as e:  # an unknown implementation, or data of its wrong shape
-                    raise CheckpointError(f"{path}: array {i} is a PRNG key of implementation {spec.get('impl')!r} "
-                                          f"that this JAX cannot rebuild ({e})") from None
-                continue
-            if list(arr.shape) != spec["shape"]:
-                raise CheckpointError(f"{path}: array {i} has shape {arr.shape}, manifest says {spec['shape']}")
-            if arr.dtype.itemsize == 8 and arr.dtype.kind in "iuf" and not x64:
-                raise CheckpointError(
-                    f"{path} holds {arr.dtype} arrays (saved with jax_enable_x64); enable it "
-                    "(jax.config.update('jax_enable_x64', True) or `with jax.enable_x64(True):`) to load "
-                    "them without truncation")
-            if arr.dtype.kind == "c" and arr.dtype.itemsize == 16 and not x64:
-                raise CheckpointError(f"{path} holds complex128 arrays; enable jax_enable_x64 to load them")
-            out = jnp.asarray(arr, dtype=arr.dtype)
-            leaves.append(_as_weak(out) if spec.get("weak_type") else out)
-        filled = []
-        state = _decode_tree(manifest["tree"], leaves, filled)
-        treedef = str(jax.tree_util.tree_structure(state))
-        # A state with fields filled in has a new structure; its other fields were checked by name.
-        if not filled and treedef != manifest.get("treedef"):
-            raise CheckpointError(f"{path}: the restored state's structure {treedef} differs from the "
-                                  f"saved one {manifest.get('treedef')}")
+        with _manifest_errors(path):
+            state = _decode_state(path, data, manifest)
         extra = {}
         for name, spec in (manifest.get("arrays") or {}).items():
             try:
@@ -578,6 +544,57 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
                                       f"says {spec.get('dtype')}{spec.get('shape')}")
             extra[name] = arr
     return state, manifest.get("metadata", {}), extra
+
+
+@contextlib.contextmanager
+def _manifest_errors(path):
+    """A manifest edited by hand (a key missing, a list cut short, a wrong type) is a CheckpointError."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        raise CheckpointError(f"{path}: the checkpoint's manifest is corrupt ({type(e).__name__}: {e})") from None
+
+
+def _decode_state(path, data, manifest):
+    """The state from the manifest's leaves and tree (the checks of `load_with_arrays`)."""
+    x64 = jax.config.jax_enable_x64
+    leaves = []
+    for i, spec in enumerate(manifest["leaves"]):
+        try:
+            arr = data[f"leaf_{i:05d}"]
+        except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+            raise CheckpointError(f"{path}: array {i} is missing or corrupt ({e})") from None
+        if spec["kind"] == "python":
+            leaves.append({"bool": bool, "int": int, "float": float}[spec["type"]](arr.item()))
+            continue
+        if arr.dtype.name != spec["dtype"]:
+            raise CheckpointError(f"{path}: array {i} has dtype {arr.dtype}, manifest says {spec['dtype']}")
+        if spec["kind"] == "key":
+            try:
+                leaves.append(jax.random.wrap_key_data(jnp.asarray(arr), impl=spec["impl"]))
+            except (ValueError, TypeError, KeyError) as e:  # an unknown implementation, or data of its wrong shape
+                raise CheckpointError(f"{path}: array {i} is a PRNG key of implementation {spec.get('impl')!r} "
+                                      f"that this JAX cannot rebuild ({e})") from None
+            continue
+        if list(arr.shape) != spec["shape"]:
+            raise CheckpointError(f"{path}: array {i} has shape {arr.shape}, manifest says {spec['shape']}")
+        if arr.dtype.itemsize == 8 and arr.dtype.kind in "iuf" and not x64:
+            raise CheckpointError(
+                f"{path} holds {arr.dtype} arrays (saved with jax_enable_x64); enable it "
+                "(jax.config.update('jax_enable_x64', True) or `with jax.enable_x64(True):`) to load "
+                "them without truncation")
+        if arr.dtype.kind == "c" and arr.dtype.itemsize == 16 and not x64:
+            raise CheckpointError(f"{path} holds complex128 arrays; enable jax_enable_x64 to load them")
+        out = jnp.asarray(arr, dtype=arr.dtype)
+        leaves.append(_as_weak(out) if spec.get("weak_type") else out)
+    filled = []
+    state = _decode_tree(manifest["tree"], leaves, filled)
+    treedef = str(jax.tree_util.tree_structure(state))
+    # A state with fields filled in has a new structure; its other fields were checked by name.
+    if not filled and treedef != manifest.get("treedef"):
+        raise CheckpointError(f"{path}: the restored state's structure {treedef} differs from the "
+                              f"saved one {manifest.get('treedef')}")
+    return state
 
 
 def _as_weak(x):

@@ -378,3 +378,27 @@ def test_kill_mid_save_leaves_a_valid_checkpoint(tmp_path):
     base = np.random.default_rng(0).standard_normal((256, 1024)).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(state["x"]), base + meta["i"])
     assert len(seen) > 1, "the writer was not saving while the test read"
+
+
+@pytest.mark.parametrize("edit", ["no leaves", "no tree", "leaves cut short", "leaves not a list"])
+def test_an_edited_manifest_is_a_checkpoint_error(tmp_path, edit):
+    """A manifest edited by hand (a key removed, a list cut short, a wrong type) is refused with
+    `CheckpointError`, not a bare KeyError or IndexError."""
+    learner = js.StreamLearner(None, None, None, None, None, dict(learner="toy"))
+    checkpoint.save(tmp_path / "k", learner, {"a": jnp.arange(3.0), "b": jnp.ones(2)})
+    manifest = checkpoint.read_manifest(tmp_path / "k")
+    with np.load(tmp_path / "k", allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    if edit == "no leaves":
+        del manifest["leaves"]
+    elif edit == "no tree":
+        del manifest["tree"]
+    elif edit == "leaves cut short":
+        manifest["leaves"] = manifest["leaves"][:1]
+    else:
+        manifest["leaves"] = 3
+    arrays["__manifest__"] = np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+    with open(tmp_path / "edited", "wb") as f:
+        np.savez(f, **arrays)
+    with pytest.raises(CheckpointError, match="manifest is corrupt|structure"):
+        checkpoint.load(tmp_path / "edited", learner)

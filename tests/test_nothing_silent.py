@@ -236,6 +236,46 @@ def test_a_ragged_list_is_the_packages_error(name):
     assert not hasattr(m, "n_seen_")
 
 
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_run_stream_ragged_list_and_masked_array(name):
+    """run_stream: a ragged list is the package's error; a masked array's masked entries are NaN
+    (an error naming the row, or skipped with nonfinite="skip"), never their fill values."""
+    learner = FACTORIES[name]()
+    key = jax.random.key(0)
+    state = learner.init(key, X[:20])
+    with pytest.raises(ValueError, match="rectangular numeric array"):
+        js.run_stream(learner, key, [[1.0, 2.0]] * 3 + [[1.0]], state)
+    xs = np.ma.masked_array(X[20:40].copy(), mask=np.zeros((20, 2), bool))
+    xs.data[5, 1], xs.mask[5, 1] = -999.0, True
+    with pytest.raises(ValueError, match="1 row\\(s\\) with NaN or inf \\(first at index 5\\)"):
+        js.run_stream(learner, key, xs, state)
+    _, losses = js.run_stream(learner, key, xs, state, nonfinite="skip")
+    _, clean = js.run_stream(learner, key, np.delete(X[20:40], 5, axis=0), state)
+    # the skipped row takes no round: the other rows' losses are those of the stream without it
+    np.testing.assert_array_equal(np.delete(np.asarray(losses), 5)[:5], np.asarray(clean)[:5])
+    assert float(np.asarray(losses)[5]) == 0.0  # a skipped row's trace entry is zero (run_stream's policy)
+    unmasked = np.ma.masked_array(X[20:40], mask=False)
+    chex.assert_trees_all_equal(js.run_stream(learner, key, unmasked, state)[1], js.run_stream(learner, key, X[20:40], state)[1])
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_wrappers_masked_entries_and_bad_seeds(name):
+    xs = np.ma.masked_array(X[:40].copy(), mask=np.zeros((40, 2), bool))
+    xs.data[25, 0], xs.mask[25, 0] = -999.0, True
+    with pytest.raises(ValueError, match="row\\(s\\) with NaN or inf \\(first at index 25\\)"):
+        WRAPPERS[name]().fit(xs)
+    for seed in (1.5, "0", None, True):
+        with pytest.raises(TypeError, match="seed must be an integer"):
+            WRAPPERS[name](seed=seed).fit(X[:40])
+
+
+@pytest.mark.parametrize("name", ["slpc", "pacbo"])
+def test_an_unknown_keyword_names_the_factory_and_its_parameters(name):
+    with pytest.raises(TypeError, match=f"{name}\\(\\) got unexpected keyword argument\\(s\\) 'foo'; its numeric "
+                                        "parameters are .*delta|lambda_scale"):
+        getattr(js, name)(foo=1)
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_partial_fit_refuses_a_1d_array(name):
     m = WRAPPERS[name]()
@@ -498,3 +538,19 @@ def test_kept_losses_of_an_older_checkpoint_beside_it_are_read_or_clearly_refuse
     st, res = js.run_stream_chunked(L, key, X, s0, chunk_size=16, checkpoint=ckpt, resume=True, keep_losses=True)
     chex.assert_trees_all_equal(st, ref_state)
     np.testing.assert_array_equal(res.losses, np.asarray(ref_losses))
+
+
+def test_chunked_reader_thread_keeps_the_callers_float64():
+    """`with jax.enable_x64(True):` is thread-local; the reader thread prepares the chunks in the
+    caller's precision, so a float64 stream run in chunks equals `run_stream` bit for bit (it was
+    cast to float32 in the thread)."""
+    xs = RNG.normal(size=(100, 2))
+    with jax.enable_x64(True):
+        learner = FACTORIES["slpc"]()
+        key = jax.random.key(0)
+        state = learner.init(key, xs[:20])
+        whole, _ = js.run_stream(learner, key, xs[20:], state)
+        chunked, _ = js.run_stream_chunked(learner, key, xs[20:], state, chunk_size=32, prefetch=2)
+    for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(chunked)):
+        if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

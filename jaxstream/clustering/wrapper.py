@@ -105,10 +105,10 @@ class PACBO(StreamModel):
 
     def _key(self):
         # the wrapper's historical layout: one key for init, one for the rounds
-        return jax.random.split(jax.random.PRNGKey(self.seed))[1]
+        return jax.random.split(jax.random.PRNGKey(self._seed()))[1]
 
     def _init_state(self, key, X):
-        init_key = jax.random.split(jax.random.PRNGKey(self.seed))[0]
+        init_key = jax.random.split(jax.random.PRNGKey(self._seed()))[0]
         return self.learner.init(init_key, X[:0]), 0
 
     def _check_rows(self, X):
