@@ -167,8 +167,11 @@ def test_cli_huge_or_tiny_values_one_line_exit_2(tmp_path, capsys):
     huge.write_text("x,y\n" + "\n".join(rows) + "\n")
     tiny = tmp_path / "tiny.npy"
     np.save(tiny, X.astype(np.float64) * 1e-25)
+    beyond = tmp_path / "beyond.csv"  # beyond float32's range: the cast to float32 would make infs
+    beyond.write_text("x,y\n" + "\n".join(rows[:40] + ["1e300,0.5"]) + "\n")
     for command in ("curve", "cluster", "embed"):
-        for path, message in ((huge, "beyond +-1.8e+16 (first at index 40"), (tiny, "spans only")):
+        for path, message in ((huge, "beyond +-1.8e+16 (first at index 40"), (tiny, "spans only"),
+                              (beyond, "beyond the float32 range (|x| > 3.4e38; first in data row 41)")):
             code = cli.main([command, "--csv", str(path), "--out", ""])
             out, err = capsys.readouterr()
             assert code == 2, (command, path, out, err)
@@ -554,3 +557,17 @@ def test_chunked_reader_thread_keeps_the_callers_float64():
     for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(chunked)):
         if not jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_slpc_identical_rows_and_an_undefined_score_are_errors():
+    """All-equal initial rows are refused as `init` documents (float32 rounding once left a
+    spread of 4e-8 and a zero-length curve); R² of fewer than 2 rows, or of rows without spread,
+    is an error, not NaN or -inf."""
+    same = np.tile(np.array([[0.1257, 3.3]], np.float32), (40, 1))
+    with pytest.raises(ValueError, match="initial points are all equal"):
+        WRAPPERS["slpc"]().fit(same)
+    m = WRAPPERS["slpc"]().fit(X[:40])
+    for bad in (X[:0], X[:1], same[:5]):
+        with pytest.raises(ValueError, match="score needs at least 2 rows"):
+            m.score(bad)
+    assert np.isfinite(m.score(X[40:42]))

@@ -111,7 +111,9 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     dt = params.delta.dtype
     x_init = x_init.astype(dt)
     centre, scale = _standardise(x_init)
-    if is_concrete(scale) and not float(scale) > 0:
+    # rows that are all equal can leave a spread of rounding (4e-8 in float32) in `scale`
+    same = is_concrete(x_init) and bool(np.all(np.asarray(x_init) == np.asarray(x_init)[:1]))
+    if same or (is_concrete(scale) and not float(scale) > 0):
         raise ValueError("the initial points are all equal: slpc needs some spread to fix its units")
     scale = jnp.where(scale > 0, scale, 1.0)
     u = (x_init - centre) / scale

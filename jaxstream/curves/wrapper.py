@@ -120,8 +120,16 @@ class SLPC(StreamModel):
         return self.project(X)["arclength"][:, None]
 
     def score(self, X, y=None) -> float:
-        """R² = 1 − Σ Δ(f, x) / Σ ‖x − x̄‖² of X (n, d) under the current curve."""
+        """R² = 1 − Σ Δ(f, x) / Σ ‖x − x̄‖² of X (n, d) under the current curve.
+
+        Raises:
+          ValueError: if X has fewer than 2 rows or all its rows are equal (R² undefined).
+        """
         del y
         X = self._points(X)
+        total = ((X.astype(np.float64) - X.astype(np.float64).mean(0)) ** 2).sum() if len(X) else 0.0
+        if len(X) < 2 or not total > 0:
+            raise ValueError(f"score needs at least 2 rows that are not all equal (R² divides by their spread); "
+                             f"got {len(X)} row(s){' with no spread' if len(X) >= 2 else ''}")
         res = self.project(X)["sqdist"].astype(np.float64).sum()
-        return float(1.0 - res / ((X - X.mean(0)) ** 2).sum())
+        return float(1.0 - res / total)
