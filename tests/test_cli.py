@@ -397,6 +397,10 @@ def test_drop_nonfinite_reports_and_refuses_all_bad(tmp_path, capsys):
     p.write_text("x\nnan\ninf\n")
     with pytest.raises(cli.InputError, match="no row is left"):
         cli.read_points(str(p), drop_nonfinite=True)
+    assert capsys.readouterr().err == ""  # the error is the one line the command prints
+    p.write_text("x\nnan\n1.5\ninf\n")
+    xs, _ = cli.read_points(str(p), drop_nonfinite=True)
+    np.testing.assert_array_equal(xs, [[1.5]])
     assert "dropped 2 row(s)" in capsys.readouterr().err
 
 
@@ -530,3 +534,15 @@ def test_help_states_the_learners_defaults():
     assert f"the learner's, {inspect.signature(js.pacbo).parameters['n_steps'].default})" in cluster["n_steps"]
     assert f"default: {inspect.signature(js.landmark_mds).parameters['max_landmarks'].default})" \
         in embed["max_landmarks"]
+
+
+def test_reader_says_which_columns_it_left_out(tmp_path, capsys):
+    """Columns that are not numbers (text, complex numbers) are left out, and stderr says which."""
+    p = tmp_path / "mixed.csv"
+    p.write_text("name,x,z,y\na,1.5,0.1+1j,2\nb,2.5,0.2+1j,3\n")
+    xs, names = cli.read_points(str(p))
+    assert names == ["x", "y"]
+    np.testing.assert_array_equal(xs, [[1.5, 2.0], [2.5, 3.0]])
+    assert "left out 'name', 'z'" in capsys.readouterr().err
+    cli.read_points(str(p), ["x", "y"])
+    assert capsys.readouterr().err == ""

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..datasets import PACBO_MEANS, make_four_groups_stream
 from .pictures import _picture, _plot_cluster
-from .readers import _load, _need_rows
+from .readers import _load, _need_rows, working_precision
 from .state import _save_state
 
 #: The four groups' means of the default data of ``jaxstream cluster`` (drawn as the truth).
@@ -31,12 +31,11 @@ def _cluster_default(args):
 
 def run_cluster(args) -> dict:
     """Run PACBO as ``jaxstream cluster`` does; returns the figures it prints."""
-    import jax
     import jaxstream as js
 
     xs, name, names = _load(args, _cluster_default)
     _need_rows(xs, 2, "PACBO")
-    xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    xs = working_precision(xs)
     kw = dict(max_clusters=args.max_clusters, history_size=args.history_size, n_steps=args.n_steps,
               lambda_scale=args.lambda_scale, drift_level=args.drift_level, noise_scale=args.noise_scale,
               tracking=args.tracking)

@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from .pictures import _picture, _plot_curve
-from .readers import InputError, _load, _need_rows
+from .readers import InputError, _load, _need_rows, working_precision
 from .state import _save_state
 
 #: The description of the default data of ``jaxstream curve``.
@@ -25,7 +25,6 @@ def _curve_default(args):
 
 def run_curve(args) -> dict:
     """Run slpc as ``jaxstream curve`` does; returns the figures it prints."""
-    import jax
     import jaxstream as js
 
     xs, name, names = _load(args, _curve_default)
@@ -40,8 +39,7 @@ def run_curve(args) -> dict:
     if kw.get("history_size", t0) < t0:
         raise InputError(f"--history-size {kw['history_size']} cannot hold the t0={t0} initial points: pass "
                          f"--history-size >= {t0} (or a smaller --t0)")
-    dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
-    xs = xs.astype(dtype)
+    xs = working_precision(xs)
     start = time.perf_counter()
     model = js.SLPC(seed=args.seed, **kw)
     losses = model.partial_fit(xs).last_losses_[t0:]

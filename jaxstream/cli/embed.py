@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from .pictures import _picture, _plot_embed
-from .readers import InputError, _load, _need_rows
+from .readers import InputError, _load, _need_rows, working_precision
 from .state import _save_state
 
 
@@ -24,7 +24,6 @@ def _stress_sample(n: int, cap: int, seed: int) -> np.ndarray:
 
 def run_embed(args) -> dict:
     """Run online landmark MDS as ``jaxstream embed`` does; returns its figures."""
-    import jax
     import jaxstream as js
     from ..embedding import landmark_stress, normalized_stress
 
@@ -33,7 +32,7 @@ def run_embed(args) -> dict:
     if k > xs.shape[1]:
         raise InputError(f"--n-components={k} exceeds the data's dimension d={xs.shape[1]}")
     _need_rows(xs, 2, "the landmark embedding")
-    xs = xs.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    xs = working_precision(xs)
     kw = dict(n_components=k, buffer_size=args.buffer_size, eps0=args.eps0)
     kw = {k_: v for k_, v in kw.items() if v is not None}
     start = time.perf_counter()

@@ -79,6 +79,10 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
                 use.append(j)
         if not use:
             raise InputError(f"{path} has no numeric column (columns: {', '.join(header)})")
+        if len(use) < len(header):
+            left = [header[j] for j in range(len(header)) if j not in use]
+            print(f"using the numeric columns {', '.join(header[j] for j in use)}; left out "
+                  f"{', '.join(map(repr, left))} (pick columns with --columns)", file=sys.stderr)
     else:
         missing = [c for c in columns if c not in header]
         if missing:
@@ -166,10 +170,24 @@ def read_points(path: str, columns=None, *, drop_nonfinite: bool = False) -> tup
             raise InputError(f"{path}: {int(bad.sum())} row(s) have missing, NaN or inf values (first: data "
                              f"row {first + 1}, column {col!r}); fix them or pass --drop-nonfinite")
         xs = xs[~bad]
-        print(f"dropped {int(bad.sum())} row(s) with missing, NaN or inf values", file=sys.stderr)
         if xs.shape[0] == 0:
             raise InputError(f"{path}: no row is left after dropping non-finite rows")
+        print(f"dropped {int(bad.sum())} row(s) with missing, NaN or inf values", file=sys.stderr)
     return xs, names
+
+
+def working_precision(xs: np.ndarray) -> np.ndarray:
+    """The points in the learners' dtype: float64 with --float64, else float32, where a finite
+    value beyond float32's range is an `InputError` (the cast would turn it into inf)."""
+    import jax
+    if jax.config.jax_enable_x64:
+        return xs.astype(np.float64)
+    big = np.isfinite(xs) & (np.abs(xs) > np.finfo(np.float32).max)
+    if big.any():
+        row = int(np.flatnonzero(big.any(axis=1))[0])
+        raise InputError(f"{int(big.sum())} value(s) are beyond the float32 range (|x| > 3.4e38; first in data "
+                         f"row {row + 1}); rescale the data or pass --float64")
+    return xs.astype(np.float32)
 
 
 def _load(args, default):
