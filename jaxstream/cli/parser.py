@@ -11,21 +11,17 @@ from ..embedding import landmark_mds
 
 
 def _default(factory, name: str):
-    """The default of `factory`'s keyword `name`, or of its numeric parameter `name`, for the
-    help texts (so that they cannot drift from the code)."""
-    keywords = inspect.signature(factory).parameters
-    if name in keywords and keywords[name].default is not inspect.Parameter.empty:
-        value = keywords[name].default
-    else:
-        value = float(getattr(_params(factory), name))
-    return f"{value:g}" if isinstance(value, float) else value
-
-
-def _params(factory):
-    """A factory's default numeric parameters, without building its learner."""
+    """The default of `factory`'s keyword `name`, or of its numeric parameter `name` (a keyword of
+    its module's ``default_params``), for the help texts: read from the signatures, so that they
+    cannot drift from the code and nothing is computed (no JAX program) to print them."""
     from ..clustering import types as pacbo_types
     from ..curves import objective
-    return {"slpc": objective.default_params, "pacbo": pacbo_types.default_params}[factory.__name__]()
+    for fn in (factory, {"slpc": objective.default_params, "pacbo": pacbo_types.default_params}.get(factory.__name__)):
+        keywords = inspect.signature(fn).parameters if fn is not None else {}
+        if name in keywords and keywords[name].default is not inspect.Parameter.empty:
+            value = keywords[name].default
+            return f"{value:g}" if isinstance(value, float) else value
+    raise KeyError(f"{factory.__name__} has no default for {name!r}")
 
 
 def _positive_int(text):
