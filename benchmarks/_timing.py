@@ -5,11 +5,11 @@ import time
 import jax
 
 
-def timed(fn, *args, repeats=3):
+def timed(fn, *args, repeats=3, reduce=statistics.median):
     """Run ``fn(*args)`` once, then `repeats` more times.
 
     Returns:
-      ``(output, first call seconds, median seconds of the further calls)``;
+      ``(output, first call seconds, reduce(seconds of the further calls))`` (median by default);
       the first call includes compilation unless `fn` is already compiled.
     """
     t = time.perf_counter()
@@ -20,7 +20,7 @@ def timed(fn, *args, repeats=3):
         t = time.perf_counter()
         jax.block_until_ready(fn(*args))
         runs.append(time.perf_counter() - t)
-    return out, first, statistics.median(runs)
+    return out, first, reduce(runs)
 
 
 def default_stream(name: str, n: int):

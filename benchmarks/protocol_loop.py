@@ -17,7 +17,6 @@ microseconds per round (best of `--repeats`).
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxstream as js  # noqa: E402
-from _timing import default_stream  # noqa: E402
+from _timing import default_stream, timed  # noqa: E402
 
 
 def loops(learner):
@@ -47,18 +46,6 @@ def loops(learner):
             for name, body in (("update alone", update_alone), ("loss then update", loss_then_update))}
 
 
-def best(fn, args, repeats):
-    t = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        runs.append(time.perf_counter() - t)
-    return out, first, min(runs)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--T", type=int, default=400)
@@ -72,7 +59,7 @@ def main():
         keys = jax.random.split(jax.random.key(1), a.T)
         res = {}
         for label, fn in loops(learner).items():
-            res[label] = best(fn, (state, keys, xs[20:]), a.repeats)
+            res[label] = timed(fn, state, keys, xs[20:], repeats=a.repeats, reduce=min)
         (la, ca, sa), (lb, cb, sb) = res["update alone"], res["loss then update"]
         same = bool(np.allclose(np.asarray(la), np.asarray(lb), rtol=1e-5, atol=1e-6))
         print(f"{name:13s} update alone {sa / a.T * 1e6:9.1f} µs/round (compile {ca:5.1f} s)   "
