@@ -136,11 +136,14 @@ def test_info_loss_is_the_learner_loss_of_the_state_before():
     L = js.slpc(max_segments=12, history_size=64, memory=40.0)
     xs = datasets.make_drifting_curve_stream(200, shift=(0.0, 2.0), seed=2).astype(np.float32)
     s = L.init(jax.random.key(0), xs[:20])
-    _, (info_loss, own, off) = js.run_stream(
+    _, (info_loss, own, off, fresh) = js.run_stream(
         L, jax.random.key(1), xs[20:], s,
-        trace=lambda st, x, info: (info.loss, L.loss(st, x), slpc_learner.drift_offset(st)))
-    np.testing.assert_allclose(np.asarray(own), np.asarray(info_loss), rtol=1e-4, atol=1e-7)
+        trace=lambda st, x, info: (info.loss, L.loss(st, x), slpc_learner.drift_offset(st),
+                                   st.scale * jnp.where(slpc_learner._moves(st), tracking.drift_offset(st), 0.0)))
+    np.testing.assert_allclose(np.asarray(own), np.asarray(info_loss), rtol=1e-6, atol=1e-7)
     assert np.abs(np.asarray(off)[50:]).max() > 0.01  # the offset is in use
+    # the learner reads the rows' projections from its cache; a fresh projection of every row agrees
+    np.testing.assert_allclose(np.asarray(off), np.asarray(fresh), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shift", [(0.0, 3.0), (3.0, 0.0)])

@@ -41,6 +41,27 @@ def segment_table(P, verts, nv, seg=None):
     return jnp.where((seg < nv - 1)[:, None], d2, jnp.inf)
 
 
+def nearest_segment(hD, row_seg):
+    """Each column's smallest entry of hD (K, n) and the first segment, in segment order, at it:
+    ``(m1, c1)``, (n,) each (`row_minima`'s first two; row_seg (K,) the segment in each row)."""
+    m1 = jnp.min(hD, 0)
+    return m1, _ops.rows_reduce(hD.shape[0], lambda k: jnp.where(hD[k] == m1, row_seg[k], hD.shape[0]))
+
+
+def inverse_slots(seg_slot):
+    """(K,) int32: the segment whose distances each row of hist_D holds (the inverse of ``seg_slot``)."""
+    k = jnp.arange(seg_slot.shape[-1], dtype=jnp.int32)
+    return jnp.sum(jnp.where(seg_slot[None, :] == k[:, None], k[None, :], 0), 1)
+
+
+def position(x, verts, seg):
+    """Each point's position in [0, 1] on its segment: x (n, d), verts (V, d), seg (n,) int."""
+    V = verts.shape[0]
+    A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
+    ab = B - A
+    return jnp.clip(_ops.coord_sum((x - A) * ab) / jnp.maximum(_ops.coord_sum(ab * ab), 1e-30), 0.0, 1.0)
+
+
 def row_minima(hD, row_seg):
     """Each column's three smallest entries of hD (K, n), row_seg (K,) giving
     the segment in each row: ``(m1, c1, m2, c2, m3)``, (n,) each.
@@ -64,8 +85,7 @@ def row_minima(hD, row_seg):
     """
     K = hD.shape[0]
     inf = jnp.asarray(jnp.inf, hD.dtype)
-    m1 = jnp.min(hD, 0)
-    c1 = _ops.rows_reduce(K, lambda k: jnp.where(hD[k] == m1, row_seg[k], K))
+    m1, c1 = nearest_segment(hD, row_seg)
     m2 = _ops.rows_reduce(K, lambda k: jnp.where(row_seg[k] != c1, hD[k], inf))
     if K <= _ops.TREE_ROWS:
         base = 1 << (2 * K).bit_length()

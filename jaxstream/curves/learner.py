@@ -257,7 +257,26 @@ def drift_offset(state: State) -> Array:
     the head path counts instead). ``state.vertices + drift_offset(state)``
     is where the line predicts the source to be now.
     """
-    return state.scale * jnp.where(_moves(state), tracking.drift_offset(state), 0.0)
+    return state.scale * _offset(state, _moves(state))
+
+
+def _offset(state: State, moves) -> Array:
+    """(d,) standardised `tracking.drift_offset` where ``moves``, else zeros.
+
+    The stored rows' projections come from the state's cache (their nearest
+    segments in hist_D), as `update` reads them, not from a new projection of
+    every row (O(H·V·d)): `loss` then costs about what `update`'s own
+    prediction does. A cond skips the fit while ``moves`` is False (one
+    stream; under `vmap` both sides run).
+    """
+    H = state.hist_x.shape[0] - 1
+
+    def fit():
+        seg = cache.nearest_segment(state.hist_D[:, :H], cache.inverse_slots(state.seg_slot))[1]
+        rows = state.hist_x[:H]
+        return tracking.drift_offset(state, (seg, cache.position(rows, state.std_vertices, seg)))
+
+    return lax.cond(moves, fit, lambda: jnp.zeros(state.hist_x.shape[-1], state.hist_x.dtype))
 
 
 def loss(state: State, x: Array, end_lead: float = _END_LEAD, drift_offset: bool = True) -> Array:
@@ -277,9 +296,10 @@ def loss(state: State, x: Array, end_lead: float = _END_LEAD, drift_offset: bool
     u = (x - state.centre) / state.scale
     plain = geometry.polyline_sq_dist(u[None], state.std_vertices, state.n_vertices)[0]
     if drift_offset:
-        moved = geometry.polyline_sq_dist((u - tracking.drift_offset(state))[None], state.std_vertices,
+        moves = _moves(state)
+        moved = geometry.polyline_sq_dist((u - _offset(state, moves))[None], state.std_vertices,
                                           state.n_vertices)[0]
-        plain = jnp.where(_moves(state), moved, plain)
+        plain = jnp.where(moves, moved, plain)
     if end_lead == 0:
         return state.scale ** 2 * plain
     head = _head_sq_dist(u, state.recent, state.n_seen, state.std_vertices, state.n_vertices, end_lead)
@@ -327,8 +347,7 @@ def _observe(state: State, u, config: Config, store: bool):
     vidx, nv = state.vertex_idx, state.n_vertices
     verts = vidx.astype(dt) * prm.delta
     perm = state.seg_slot
-    k = jnp.arange(V - 1, dtype=jnp.int32)
-    row_seg = jnp.sum(jnp.where(perm[None, :] == k[:, None], k[None, :], 0), 1)  # the inverse permutation
+    row_seg = cache.inverse_slots(perm)
     hx = state.hist_x.at[H].set(u)
     x_col = cache.segment_table(u[None], verts, nv, row_seg)[:, 0]
     hD = state.hist_D.at[:, H].set(x_col)
@@ -342,9 +361,7 @@ def _observe(state: State, u, config: Config, store: bool):
     dmin, seg = minima[0], minima[1]
     e_u = dmin[H] if store else state.hist_e[H]
     he = state.hist_e.at[H].set(e_u)
-    A, B = verts[seg], verts[jnp.minimum(seg + 1, V - 1)]
-    ab = B - A
-    tpar = jnp.clip(_ops.coord_sum((hx - A) * ab) / jnp.maximum(_ops.coord_sum(ab * ab), 1e-30), 0.0, 1.0)
+    tpar = cache.position(hx, verts, seg)
     # On a trace, a point that arrives where the line already is (not past one of its ends) is
     # measured against the line, as a point in random order is: its noise proxy is its
     # prequential residual, not its residual across the trend of its neighbours in time (which
