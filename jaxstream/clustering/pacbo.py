@@ -30,6 +30,7 @@ that page's; how to use the learner: docs/guides/pacbo.md.
 """
 from __future__ import annotations
 
+import functools
 import math
 from functools import lru_cache
 from typing import NamedTuple, Optional
@@ -132,17 +133,24 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
       ValueError: with concrete inputs, a bad shape or non-finite ``x_init``;
         a fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
     """
-    p, H, history_policy = config.max_clusters, config.history_size, config.history_policy
     x_init = check_points(x_init, "x_init")
-    n0, d = x_init.shape
-    dtype = x_init.dtype
-    params = _cast_params(default_params() if params is None else params, dtype)
+    params = _cast_params(default_params() if params is None else params, x_init.dtype)
     if is_concrete(params.radius) and not np.isnan(np.asarray(params.radius)):
         r = float(params.radius)
         if not (r > 0 and np.isfinite(r)):
             raise ValueError(f"radius must be a positive finite number (or None to learn it); got {r}")
         if is_concrete(x_init):
             check_radius(x_init, r, "x_init")
+    return _initial(key, x_init, params, config)._replace(params=params)  # the caller's leaves, as cast
+
+
+# One program, not JAX's op-by-op dispatch (which compiled each operation on its first call).
+@functools.partial(jax.jit, static_argnums=(3,))
+def _initial(key, x_init, params: Params, config: Config) -> State:
+    """`init`'s state after its checks: one centre, the points stored."""
+    p, H = config.max_clusters, config.history_size
+    n0, d = x_init.shape
+    dtype = x_init.dtype
     learned = jnp.isnan(params.radius)
     mean = jnp.mean(x_init, axis=0) if n0 else jnp.zeros((d,), dtype)
     origin = jnp.where(learned, mean, jnp.zeros((d,), dtype))
@@ -168,7 +176,7 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
     if n0 == 0:
         return state
     pred = jnp.sum((x_init - mean) ** 2, axis=1)
-    return _store_initial(history_policy)(key, state, x_init, pred)
+    return _store_initial(config.history_policy)(key, state, x_init, pred)
 
 
 @lru_cache(maxsize=None)

@@ -104,24 +104,38 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
       ValueError: (concrete inputs) if the initial points are all equal, or
         if the initial segment is longer than a user-given L.
     """
-    n0, d = x_init.shape
-    H, V = config.history_size, config.max_segments + 1
-    if n0 > H:
-        raise ValueError(f"history_size={H} cannot hold the {n0} initial points")
-    dt = params.delta.dtype
-    x_init = x_init.astype(dt)
-    centre, scale = _standardise(x_init)
+    n0 = x_init.shape[0]
+    if n0 > config.history_size:
+        raise ValueError(f"history_size={config.history_size} cannot hold the {n0} initial points")
+    x_init = x_init.astype(params.delta.dtype)
     # rows that are all equal can leave a spread of rounding (4e-8 in float32) in `scale`
     same = is_concrete(x_init) and bool(np.all(np.asarray(x_init) == np.asarray(x_init)[:1]))
+    state, scale, len0 = _initial_state(x_init, params, config)
+    state = state._replace(params=params)  # the caller's leaves (Python numbers stay as they are)
     if same or (is_concrete(scale) and not float(scale) > 0):
         raise ValueError("the initial points are all equal: slpc needs some spread to fix its units")
-    scale = jnp.where(scale > 0, scale, 1.0)
-    u = (x_init - centre) / scale
-    ends_idx = jnp.round(_pca_segment(u) / params.delta).astype(jnp.int32)
-    len0 = jnp.linalg.norm((ends_idx[1] - ends_idx[0]).astype(dt) * params.delta)
     if is_concrete(params.L) and is_concrete(len0) and 0 < float(params.L) < float(len0):
         raise ValueError(f"the initial segment has length {float(len0):.4g} (standardised units) > L={float(params.L):.4g}: "
                          f"no line is feasible; raise L or leave it automatic (L=0)")
+    if config.init == "fit" and config.init_rounds > 0:
+        state = _fit_initial(key, state, n0, config)
+    return state
+
+
+# One program, not JAX's op-by-op dispatch: eagerly, each of the few hundred operations below was
+# compiled on its own (8 s and ~330 MiB of executables for a first `init`, CPU).
+@functools.partial(jax.jit, static_argnums=(2,))
+def _initial_state(x_init: Array, params: Params, config: Config):
+    """`init`'s state before the offline fit, the raw scale and the initial segment's length
+    (standardised), for the checks made on concrete values outside the program."""
+    n0, d = x_init.shape
+    H, V = config.history_size, config.max_segments + 1
+    dt = params.delta.dtype
+    centre, raw_scale = _standardise(x_init)
+    scale = jnp.where(raw_scale > 0, raw_scale, 1.0)
+    u = (x_init - centre) / scale
+    ends_idx = jnp.round(_pca_segment(u) / params.delta).astype(jnp.int32)
+    len0 = jnp.linalg.norm((ends_idx[1] - ends_idx[0]).astype(dt) * params.delta)
     vertex_idx = jnp.zeros((V, d), jnp.int32).at[:2].set(ends_idx).at[2:].set(ends_idx[1])
     hx = jnp.zeros((H + 1, d), dt).at[:n0].set(u)
     # Leave-one-out: each initial point against the others; on points arriving in order, each
@@ -144,10 +158,7 @@ def init(key, x_init: Array, params: Params, config: Config = Config()) -> State
     state = State(vertex_idx, jnp.asarray(2, jnp.int32), hx, jnp.zeros((V - 1, H + 1), dt),
                   jnp.arange(V - 1, dtype=jnp.int32), hr, ht, he, recent, sr, se, jnp.asarray(n0, jnp.int32),
                   jnp.asarray(n0, jnp.int32), jnp.asarray(jnp.inf, dt), jnp.zeros((), dt), centre, scale, params)
-    state = state._replace(hist_D=cache.segment_table(hx, state.std_vertices, 2))
-    if config.init == "fit" and config.init_rounds > 0:
-        state = _fit_initial(key, state, n0, config)
-    return state
+    return state._replace(hist_D=cache.segment_table(hx, state.std_vertices, 2)), raw_scale, len0
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
