@@ -1064,3 +1064,26 @@ def test_module_defaults_are_the_factorys():
     assert learner.config == P.Config() and learner.config.tracking and learner.config.split_guard
     assert jaxstream.pacbo(preset="paper").config.tracking is False
     jax.tree_util.tree_map(np.testing.assert_array_equal, learner.params, P.default_params())  # NaN == NaN
+
+
+def test_init_is_a_few_compiled_programs_not_one_per_operation():
+    """PACBO's `init` is one jitted program after its checks: dispatched op by op it compiled 46
+    programs on a first call. A fresh configuration compiles a handful; a second call, none."""
+    import collections
+    counts = collections.Counter()
+
+    def listener(name, _duration, **_kw):
+        counts[name] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        xs = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
+        L = jaxstream.pacbo(7, 37, 11)  # a configuration no other test builds
+        jax.block_until_ready(L.init(jax.random.key(0), xs[:20]))
+        first = counts["/jax/core/compile/backend_compile_duration"]
+        jax.block_until_ready(L.init(jax.random.key(1), xs[5:25]))
+        again = counts["/jax/core/compile/backend_compile_duration"] - first
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert 1 <= first <= 8, first
+    assert again == 0, again
