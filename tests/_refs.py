@@ -77,3 +77,21 @@ def np_arc_weighted_median(values, points, w, verts, candidates=None):
         total[k] += a
     weight = np.array([a * lengths[k] / total[k] if total[k] > 0 else 0.0 for k, a in zip(seg, along)])
     return np_knot_median(values, weight, values if candidates is None else candidates)
+
+
+def backend_compiles(fn):
+    """The number of XLA programs compiled while ``fn()`` runs (its result blocked on), counted
+    with `jax.monitoring`'s backend-compile events."""
+    import jax
+    count = [0]
+
+    def listener(name, _duration, **_kw):
+        if name == "/jax/core/compile/backend_compile_duration":
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        jax.block_until_ready(fn())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return count[0]
