@@ -15,7 +15,9 @@
 A checkpoint is one NumPy ``.npz`` file: the state's leaves (``leaf_00000``,
 ..., exact dtypes and shapes), the caller's extra arrays (``array_<name>``)
 and ``__manifest__``, a JSON document of the format and package versions,
-``learner.config``, the pytree structure and the caller's metadata. It is
+``learner.config``, the pytree structure, the caller's metadata and a
+checksum of every array (an array edited or damaged after the save is
+refused on load). It is
 read with ``allow_pickle=False`` and imports no module outside ``jaxstream``.
 `save` writes a temporary file beside `path`, fsyncs it and renames it over
 `path`, so a kill leaves the old checkpoint or the new one, never a mix;
@@ -32,6 +34,7 @@ checked.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import os
@@ -282,6 +285,7 @@ def save(path, learner, state, *, metadata: Optional[dict] = None, arrays: Optio
     }
     arrays = {f"leaf_{i:05d}": a for i, a in enumerate(leaves)}
     arrays.update({_ARRAY_PREFIX + k: a for k, a in extra.items()})
+    manifest["digests"] = {name: _digest(a) for name, a in arrays.items()}
     arrays[_MANIFEST] = np.frombuffer(json.dumps(manifest).encode("utf-8"), np.uint8)
 
     path = os.fspath(path)
@@ -303,6 +307,28 @@ def save(path, learner, state, *, metadata: Optional[dict] = None, arrays: Optio
             pass
         raise
     _fsync_dir(directory)
+
+
+def _digest(arr) -> str:
+    """BLAKE2b of an array's dtype, shape and bytes (the manifest records one per array)."""
+    arr = np.ascontiguousarray(arr)
+    h = hashlib.blake2b(f"{arr.dtype.str}{arr.shape}".encode(), digest_size=16)
+    h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _read(path, data, manifest, name, what):
+    """Array ``name`` of the archive, checked against the digest the manifest records (checkpoints
+    of 0.4.6 and earlier record none: unchecked)."""
+    try:
+        arr = data[name]
+    except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise CheckpointError(f"{path}: {what} is missing or corrupt ({e})") from None
+    digests = manifest.get("digests")
+    if isinstance(digests, dict) and name in digests and digests[name] != _digest(arr):
+        raise CheckpointError(f"{path}: {what} differs from what was saved (its checksum does not match the "
+                              "manifest's): the file was edited or damaged after it was written")
+    return arr
 
 
 def _check_arrays(arrays) -> dict:
@@ -535,10 +561,7 @@ def load_with_arrays(path, learner, *, allow_missing_config: bool = False) -> tu
             state = _decode_state(path, data, manifest)
         extra = {}
         for name, spec in (manifest.get("arrays") or {}).items():
-            try:
-                arr = data[_ARRAY_PREFIX + name]
-            except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-                raise CheckpointError(f"{path}: extra array {name!r} is missing or corrupt ({e})") from None
+            arr = _read(path, data, manifest, _ARRAY_PREFIX + name, f"extra array {name!r}")
             if arr.dtype.name != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
                 raise CheckpointError(f"{path}: extra array {name!r} has {arr.dtype}{list(arr.shape)}, the manifest "
                                       f"says {spec.get('dtype')}{spec.get('shape')}")
@@ -560,10 +583,7 @@ def _decode_state(path, data, manifest):
     x64 = jax.config.jax_enable_x64
     leaves = []
     for i, spec in enumerate(manifest["leaves"]):
-        try:
-            arr = data[f"leaf_{i:05d}"]
-        except (KeyError, zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-            raise CheckpointError(f"{path}: array {i} is missing or corrupt ({e})") from None
+        arr = _read(path, data, manifest, f"leaf_{i:05d}", f"array {i}")
         if spec["kind"] == "python":
             leaves.append({"bool": bool, "int": int, "float": float}[spec["type"]](arr.item()))
             continue

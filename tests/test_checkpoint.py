@@ -402,3 +402,52 @@ def test_an_edited_manifest_is_a_checkpoint_error(tmp_path, edit):
         np.savez(f, **arrays)
     with pytest.raises(CheckpointError, match="manifest is corrupt|structure"):
         checkpoint.load(tmp_path / "edited", learner)
+
+
+def _rewrite(src, dst, edit_arrays=None, edit_manifest=None):
+    """Copy checkpoint ``src`` to ``dst`` as a user would edit it: load every array, change some
+    (``edit_arrays(arrays)``) and the manifest (``edit_manifest(manifest)``), ``np.savez`` again."""
+    manifest = checkpoint.read_manifest(src)
+    with np.load(src, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    if edit_arrays:
+        edit_arrays(arrays)
+    if edit_manifest:
+        edit_manifest(manifest)
+    arrays["__manifest__"] = np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+    with open(dst, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 0.5])
+def test_an_array_edited_after_the_save_is_refused(slpc_saved, tmp_path, value):
+    """A state array (or an extra array) whose values were changed after the save, a NaN, an inf or
+    a finite number, is a `CheckpointError` naming the array, not a state that runs on silently."""
+    learner, state, path = slpc_saved
+    checkpoint.save(tmp_path / "ok", learner, state, arrays={"losses": np.arange(4.0)})
+    checkpoint.load_with_arrays(tmp_path / "ok", learner)
+    i = next(i for i, leaf in enumerate(jax.tree_util.tree_leaves(state))
+             if jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.size > 1)
+
+    def poke(name):
+        def edit(arrays):
+            a = arrays[name].copy()
+            a.flat[0] = value
+            arrays[name] = a
+        return edit
+
+    _rewrite(tmp_path / "ok", tmp_path / "leaf", poke(f"leaf_{i:05d}"))
+    with pytest.raises(CheckpointError, match=f"array {i} differs from what was saved"):
+        checkpoint.load(tmp_path / "leaf", learner)
+    _rewrite(tmp_path / "ok", tmp_path / "extra", poke("array_losses"))
+    with pytest.raises(CheckpointError, match="extra array 'losses' differs from what was saved"):
+        checkpoint.load_with_arrays(tmp_path / "extra", learner)
+
+
+def test_a_checkpoint_without_checksums_still_loads(slpc_saved, tmp_path):
+    """Checkpoints written before the manifest recorded checksums load as before (unchecked)."""
+    learner, state, path = slpc_saved
+    _rewrite(path, tmp_path / "old", edit_manifest=lambda m: m.pop("digests"))
+    got, meta = checkpoint.load(tmp_path / "old", learner)
+    chex.assert_trees_all_equal(got, state)
+    assert meta == {"note": "x"}
