@@ -7,6 +7,7 @@ follow the documented policies of `run_stream` instead.
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -225,6 +226,28 @@ def check_capacity(value: int, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return int(value)
+
+
+def memory_limit() -> int:
+    """Bytes the default device can hold: its allocator's limit (GPU, TPU) or the host's RAM (CPU)."""
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() if dev.platform != "cpu" else None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): no limit known
+        return 2 ** 62
+
+
+def check_fits(n_values: int, what: str, fix: str) -> None:
+    """Refuse a configuration whose state alone cannot fit the device (an allocation that large
+    swaps or hangs before XLA reports it), counting ``n_values`` values of the default float."""
+    need = n_values * jnp.zeros(()).dtype.itemsize
+    have = memory_limit()
+    if need > have:
+        raise ValueError(f"{what} needs {need / 2 ** 30:,.1f} GiB, more than this device's memory "
+                         f"({have / 2 ** 30:,.1f} GiB); {fix}")
 
 
 class Range(NamedTuple):

@@ -219,6 +219,18 @@ def test_cli_history_size_below_t0_is_an_error(tmp_path, capsys):
         js.slpc(8, 16, t0=30)
 
 
+def test_slpc_capacities_beyond_the_devices_memory_are_refused_at_once(monkeypatch):
+    """A history too large for the device is refused by the factory, naming the capacities, instead
+    of an init that swaps or hangs while it allocates (2·10⁹ rows: minutes with no output)."""
+    with pytest.raises(ValueError, match=r"max_segments=50 × history_size=2000000000 values\) needs 372.5 GiB, "
+                                         r"more than this device's memory"):
+        js.slpc(50, 2_000_000_000)
+    monkeypatch.setattr(_checks, "memory_limit", lambda: 4 * 50 * 200)  # just enough for slpc(50, 199)
+    js.slpc(50, 199)
+    with pytest.raises(ValueError, match="lower history_size or max_segments"):
+        js.slpc(50, 200)
+
+
 def test_slpc_on_one_column_data_has_finite_losses():
     """One-column data (a curve in 1-D is a stretch of the axis): every prequential loss is finite
     (the drift offset's fit had no direction across the line and returned 1e23 or inf)."""

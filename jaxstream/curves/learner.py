@@ -46,7 +46,7 @@ from jax import lax
 
 from .._caches import cached
 from .. import _ops, _rng, geometry
-from .._checks import check_capacity, check_point, check_points, is_concrete
+from .._checks import check_capacity, check_fits, check_point, check_points, is_concrete
 from .._core import StreamLearner, cached_learner
 from . import cache, global_moves, history, tracking
 from .candidates import (Candidates, Window, choose_window, make_candidates, n_candidates, score_candidates,
@@ -600,7 +600,8 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
     Raises:
       TypeError: a capacity that is not an int, or a drift_offset that is not a bool.
       ValueError: a capacity, choice or numeric parameter out of range
-        (naming it and its range), or ``history_size < t0``.
+        (naming it and its range), ``history_size < t0``, or capacities whose
+        distance cache alone exceeds the device's memory.
     """
     max_segments = check_capacity(max_segments, "max_segments")
     history_size = check_capacity(history_size, "history_size", 2)
@@ -617,6 +618,9 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
     if global_moves is not None:
         global_moves = check_capacity(global_moves, "global_moves")
     end_lead = _check_end_lead(end_lead)
+    check_fits(max_segments * (history_size + 1),
+               f"slpc's cache of distances (max_segments={max_segments} × history_size={history_size} values)",
+               "lower history_size or max_segments")
     if not isinstance(drift_offset, (bool, np.bool_)):
         raise TypeError(f"drift_offset must be True or False; got {drift_offset!r}")
     config = Config(max_segments, history_size, window, t0, explore_steps, init, init_rounds, penalty, global_moves,
