@@ -421,7 +421,8 @@ def test_swaps_match_brute_force(trained, capped):
 def test_a_route_visited_in_the_wrong_order_is_swapped_into_order():
     """A line through the four legs of a route as leg 1, chord, leg 3 backwards, chord (the
     vertices p0 p1 p3 p2 p4), on the route's points: a swap puts the legs in order (a round's
-    move kind is "swap" and no segment of the final line is a chord)."""
+    move kind is "swap" and no segment of the final line is a chord), and the cache holds every
+    stored point's distances to the new segments after each round."""
     L = js.slpc(max_segments=10, history_size=256, epsilon=0.0, global_moves=None)
     route = np.array([[0.0, 0.0], [4.0, 0.0], [4.0, 4.0], [8.0, 4.0], [8.0, 8.0]])
     xs = datasets.make_route_stream(260, vertices=route, noise=0.05, heavy_tailed=False, ordered=False,
@@ -438,6 +439,12 @@ def test_a_route_visited_in_the_wrong_order_is_swapped_into_order():
     for t, x in enumerate(xs[200:]):
         s, info = _jit(L.update)(jax.random.key(t), s, x)
         moves.append(int(info.move))
+        # the cache after every round, the swap's included: the point stored in the round (a new
+        # row) has its distances to the swap's new segments, not those of the row's old content
+        k, n = int(s.n_vertices) - 1, int(s.n_stored)
+        ref = np_segment_table(np.asarray(s.hist_x[:n], np.float64), np.asarray(s.std_vertices[:k + 1], np.float64))
+        np.testing.assert_allclose(s.segment_distances[:k, :n].T, ref, rtol=2e-4, atol=1e-6,
+                                   err_msg=f"round {t}, moves {moves}")
     assert pc.MOVE_SWAP in moves, moves
     v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)
     mids = 0.5 * (v[1:] + v[:-1])  # a chord's midpoint is far from the route
