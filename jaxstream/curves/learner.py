@@ -385,13 +385,23 @@ def _observe(state: State, u, config: Config, store: bool):
     w = jnp.where(rows == H, float(store), jnp.where(rows < state.n_stored, tracking.row_weights(state), 0.0))
     valid, w = _ops.materialize((valid, w))
     arc = history.arc_weights(seg, tpar, valid, w, verts, nv)
-    sigma2 = history.noise_level(state.sorted_e, state.sorted_r, he, hr, arc, state.n_stored, e_u, r_u,
+    noise2 = history.noise_level(state.sorted_e, state.sorted_r, he, hr, arc, state.n_stored, e_u, r_u,
                                  jnp.asarray(store), d)
+    # On a drifting source the remembered rows are the curve smeared over the memory: about the
+    # offset's length across it. The line cannot resolve structure finer than that smear, so it is
+    # priced as noise; priced at the noise alone, the line folded and doubled through the smear.
+    # (A cond: a stream whose memory is unlimited skips the fit.)
+    # (It reads the rows from hx, the array written above, not state.hist_x: a read of the buffer
+    # before the write would make XLA copy the history.)
+    offset = lax.cond(_moves(state, order),
+                      lambda: tracking.drift_offset(state._replace(hist_x=hx), (seg[:H], tpar[:H]), w[:H]),
+                      lambda: jnp.zeros((d,), dt))
+    sigma2 = noise2 + _ops.coord_sum(offset * offset) / d
     sigma2, cap = _ops.materialize((sigma2, loss_cap(sigma2, d, prm, config.penalty)))
     spread, prm_t = tracking.extent(hx, valid, verts, nv, prm, config.max_segments)
     n_tot = jnp.where(jnp.isinf(tracking.memory(state)), (state.n_seen + int(store)).astype(dt), jnp.sum(w))
     obs = Observation(u, vidx, verts, nv, hx, hD, x_col, row_seg, minima, tpar, valid, w,
-                      n_tot, sigma2, cap, spread, prm_t, order)
+                      n_tot, sigma2, cap, spread, prm_t, order, noise2, offset)
     rows = history.Rows(hx, hr, state.hist_t, he, state.sorted_r, state.sorted_e)
     return obs, rows, r_u, e_u, r_x
 
@@ -452,12 +462,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
                       n_seen.astype(jnp.int32), memory, drift, state.centre, state.scale, prm)
     pred = obs.dmin[H]
     if config.drift_offset:  # the prediction only, like the head path below
-        # A cond, not a select: a stream whose memory is unlimited (most stationary ones) skips the fit.
-        pred = lax.cond(_moves(state, obs.order),
-                        lambda: geometry.polyline_sq_dist(
-                            (u - tracking.drift_offset(state, (obs.seg[:H], obs.tpar[:H]), obs.w[:H]))[None],
-                            obs.verts, obs.nv)[0],
-                        lambda: pred)
+        pred = jnp.where(_moves(state, obs.order),
+                         geometry.polyline_sq_dist((u - obs.offset)[None], obs.verts, obs.nv)[0], pred)
     if config.end_lead > 0:  # the prediction only: the objective, σ̂² and the memory use the line itself
         head = _head_sq_dist(u, state.recent, state.n_seen, obs.verts, obs.nv, config.end_lead)
         pred = jnp.where(obs.order >= history.ORDERED, jnp.minimum(pred, head), pred)

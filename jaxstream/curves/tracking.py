@@ -249,9 +249,9 @@ def follow_drift(state: State, obs: Observation, r_u):
     r_old = history.nn_residual(obs.u, obs.hx[:H], old)
     # On a trace arriving in order, x_t far from every old point is on new ground (it projects
     # among old points past a fold of the line too); a drifting source's old points lie a few σ away.
-    near = (r_old <= DRIFT_FAR * obs.sigma2) | (obs.order < history.ORDERED)
+    near = (r_old <= DRIFT_FAR * obs.noise2) | (obs.order < history.ORDERED)
     counts = (n_old >= DRIFT_MIN_OLD) & (below > span) & (above > span) & near
-    farther = (r_old > DRIFT_FACTOR * jnp.maximum(r_u, obs.sigma2)).astype(dt)
+    farther = (r_old > DRIFT_FACTOR * jnp.maximum(r_u, obs.noise2)).astype(dt)
     drift = jnp.where(counts, DRIFT_EMA * state.drift + (1 - DRIFT_EMA) * farther, state.drift)
     shrunk = jnp.maximum(MEMORY_MIN, jnp.minimum(state.memory, state.n_seen.astype(dt)) * MEMORY_SHRINK)
     # τ grows only on evidence: a round that tested x_t and saw no drift, or a trace in order (where

@@ -186,7 +186,13 @@ class Observation(NamedTuple):
       tpar: (H + 1,) each row's projection parameter on its nearest segment ``minima[1]``.
       valid, w: (H + 1,) the rows in the objective and their weights.
       n_tot: the number of points the objective stands for.
-      sigma2: σ̂²; cap: the largest loss one point adds to the objective.
+      sigma2: σ̂², the noise the price and the cap are measured in: the noise
+        level plus, where the line is moved by a drift offset, the offset's
+        square per coordinate (the source's spread over the memory);
+        cap: the largest loss one point adds to the objective.
+      noise2: the noise level alone (the drift test's scale).
+      offset: (d,) `jaxstream.curves.tracking.drift_offset` where the line is
+        moved by it (a finite memory, random order), else zeros.
       spread: the unit the length price is measured in: the RMS distance of the
         objective's points to their mean (the data's current scale, `tracking.extent`).
       params: the round's `Params`, with R and L resolved from the data seen so far.
@@ -212,6 +218,8 @@ class Observation(NamedTuple):
     spread: Array
     params: Params
     order: Array
+    noise2: Array
+    offset: Array
 
     @property
     def seg(self) -> Array:
