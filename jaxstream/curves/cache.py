@@ -187,10 +187,11 @@ def apply_move(mv: Move, nv, perm, hD, block, slot=None, x_col=None):
     its first n_new rows, K >= the move's n_new and n_rem; rows the move
     frees and does not reuse are set to inf. No other row of the cache is
     read or written. ``slot``: the history row that takes the scratch row
-    H's distances (the reservoir's choice; H for none), the one column every
-    row changes, to x_col (V−1,), the scratch column hD[:, H] (passed rather
-    than read back from hD, so that the round's only writes to the cache
-    are in place).
+    H's distances (the reservoir's choice; H for none): the new rows' column
+    there is their column H. With ``x_col`` (V−1,), the scratch column
+    hD[:, H] (passed rather than read back from hD, so that the round's only
+    writes to the cache are in place), the column every row changes is
+    written too (once a round: a swap's later moves pass ``slot`` alone).
     """
     Vm1, K = hD.shape[0], block.shape[0]
     mv, nv, slot = _ops.materialize((mv, nv, slot))
@@ -210,5 +211,6 @@ def apply_move(mv: Move, nv, perm, hD, block, slot=None, x_col=None):
     if slot is not None:
         col = jnp.arange(hD.shape[1])
         block = jnp.where(col == slot, block[:, -1:], block)
+    if x_col is not None:
         hD = hD.at[:, slot].set(x_col)
     return new_perm, hD.at[rows].set(block, mode="drop")

@@ -447,12 +447,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     if V >= 3:  # a line of one segment has no global move
         won = global_moves.compete(draws, obs, won, obs.params, config.max_segments, config.penalty)
     new_perm, newD = cache.apply_move(won.move, obs.nv, state.seg_slot, obs.hD, won.rows, slot.row, obs.x_col)
-    cols = jnp.arange(H + 1)
     for mv, row in zip(won.then, won.then_rows):  # a swap's second and third prefix reversals (else no-ops)
-        # the row's distance for the history row x_t is stored in is x_t's (scratch column H), as
-        # the first move's block has it (`cache.apply_move`), not that of the row's old content
-        row = jnp.where(cols == slot.row, row[H], row)
-        new_perm, newD = cache.apply_move(mv, won.move.nv, new_perm, newD, row[None])
+        new_perm, newD = cache.apply_move(mv, won.move.nv, new_perm, newD, row[None], slot.row)
     rows = history.offer(rows, slot, u, r_u, e_u, state.n_seen)
     s2 = state.scale ** 2
     new_state = State(won.then[-1].vidx if won.then else won.move.vidx, won.move.nv.astype(jnp.int32), rows.hist_x, newD, new_perm, rows.hist_r,
