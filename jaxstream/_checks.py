@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 import jax
@@ -240,14 +240,33 @@ def memory_limit() -> int:
         return 2 ** 62
 
 
-def check_fits(n_values: int, what: str, fix: str) -> None:
+def check_fits(n_values: int, what: str, fix: str, itemsize: Optional[int] = None) -> None:
     """Refuse a configuration whose state alone cannot fit the device (an allocation that large
-    swaps or hangs before XLA reports it), counting ``n_values`` values of the default float."""
-    need = n_values * jnp.zeros(()).dtype.itemsize
-    have = memory_limit()
+    swaps or hangs before XLA reports it), counting ``n_values`` values of ``itemsize`` bytes
+    (default: the default float's)."""
+    check_bytes_fit(n_values * (itemsize or jnp.zeros(()).dtype.itemsize), what, fix)
+
+
+def check_bytes_fit(need: int, what: str, fix: str, n_devices: int = 1) -> None:
+    """Refuse ``need`` bytes spread over ``n_devices`` devices where they exceed the devices' memory."""
+    have = memory_limit() * n_devices
     if need > have:
-        raise ValueError(f"{what} needs {need / 2 ** 30:,.1f} GiB, more than this device's memory "
+        where = "this device's memory" if n_devices == 1 else f"the memory of its {n_devices} devices"
+        raise ValueError(f"{what} needs {need / 2 ** 30:,.1f} GiB, more than {where} "
                          f"({have / 2 ** 30:,.1f} GiB); {fix}")
+
+
+def tree_nbytes(tree) -> int:
+    """Bytes of a pytree's array leaves (arrays or `jax.ShapeDtypeStruct`; key arrays count their key data)."""
+    total = 0
+    for leaf in jax.tree_util.tree_leaves(tree):
+        dtype = leaf.dtype
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            size = int(np.prod(jax.eval_shape(jax.random.key_data, leaf).shape)) * 4
+        else:
+            size = int(np.prod(leaf.shape)) * np.dtype(dtype).itemsize
+        total += size
+    return total
 
 
 class Range(NamedTuple):

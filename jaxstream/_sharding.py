@@ -12,7 +12,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ._caches import cached
-from ._checks import is_concrete
+from ._checks import check_bytes_fit, is_concrete, tree_nbytes
 from ._loops import static_if_differentiated, static_trip_counts_enabled
 from ._core import PRNGKey, State, StreamLearner, TraceFn, _compiled_scan, _prepare_stream, _resolve_trace
 
@@ -192,18 +192,28 @@ def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
 
 def _init_streams(learner, keys, x_inits, params, in_axes, devs, x_init_batched, params_batched, gather):
     static = static_trip_counts_enabled()
-    if len(devs) == 1 and jax.process_count() == 1:
-        with jax.default_device(devs[0]):
-            return _jitted_init(learner.init, in_axes, static)(keys, x_inits, params)
     kd, impl = _key_parts(keys)
     B = kd.shape[0]
+    if len(devs) == 1 and jax.process_count() == 1:
+        init = _jitted_init(learner.init, in_axes, static)
+        with jax.default_device(devs[0]):  # part of the trace's key: the check traces in the same context
+            _check_states_fit(init.trace(keys, x_inits, params), B, 1)
+            return init(keys, x_inits, params)
     B_pad = -(-B // len(devs)) * len(devs)
     _, rows, repl = _mesh(devs)
     args = (_place(kd, rows, B_pad),
             _place(x_inits, rows, B_pad) if x_init_batched else _replicate(x_inits, repl),
             _place(params, rows, B_pad) if params_batched else _replicate(params, repl))
-    out = _sharded_init(learner.init, devs, impl, x_init_batched, params_batched, static)(*args)
-    return _finish(out, B, gather)
+    init = _sharded_init(learner.init, devs, impl, x_init_batched, params_batched, static)
+    _check_states_fit(init.trace(*args), B, len(devs))
+    return _finish(init(*args), B, gather)
+
+
+def _check_states_fit(traced, B: int, n_devices: int) -> None:
+    """Refuse a batch whose states cannot fit before XLA allocates them (which swaps or hangs).
+    ``traced`` is the init's `jax.jit(...).trace`, which the call that follows reuses."""
+    check_bytes_fit(tree_nbytes(traced.out_info), f"the states of {B:,} streams",
+                    "split the streams into smaller batches (or lower the learner's capacities)", n_devices)
 
 
 def _replicate(tree, repl):

@@ -231,6 +231,44 @@ def test_slpc_capacities_beyond_the_devices_memory_are_refused_at_once(monkeypat
         js.slpc(50, 200)
 
 
+def _stored_bytes(state):
+    """Bytes of a real state's arrays (key arrays by their key data)."""
+    def raw(a):
+        return jax.random.key_data(a) if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+    return sum(np.asarray(raw(a)).nbytes for a in jax.tree_util.tree_leaves(state))
+
+
+def test_a_pacbo_state_the_device_cannot_hold_is_refused(monkeypatch):
+    """PACBO's history is sized at init (it needs d): 2·10⁹ rows are refused there, naming the
+    capacities, instead of an init that allocates for minutes; the bound is the state's bytes."""
+    x = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"PACBO's state \(history_size=2000000000, max_clusters=50, n_chains=1, "
+                                         r"d=2\) needs [\d.]+ GiB, more than this device's memory"):
+        js.pacbo(history_size=2_000_000_000).init(jax.random.key(0), x)
+    L = js.pacbo(max_clusters=6, history_size=64)
+    need = _stored_bytes(L.init(jax.random.key(0), x))
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need)
+    L.init(jax.random.key(0), x)
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need - 1)
+    with pytest.raises(ValueError, match="lower history_size"):
+        L.init(jax.random.key(0), x)
+
+
+def test_a_batch_of_states_the_devices_cannot_hold_is_refused(monkeypatch):
+    """`init_streams` adds up the B states before allocating them: a batch one byte over the
+    devices' memory is refused with what to do; exactly at it, it is built."""
+    L = js.landmark_mds(8)
+    B = 4
+    keys = jax.random.split(jax.random.key(0), B)
+    x = np.random.default_rng(0).normal(size=(B, 10, 3)).astype(np.float32)
+    need = _stored_bytes(js.init_streams(L, keys, x, devices=1))
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need)
+    js.init_streams(L, keys, x, devices=1)
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need - 1)
+    with pytest.raises(ValueError, match="the states of 4 streams needs .* split the streams into smaller batches"):
+        js.init_streams(L, keys, x, devices=1)
+
+
 def test_slpc_on_one_column_data_has_finite_losses():
     """One-column data (a curve in 1-D is a stretch of the axis): every prequential loss is finite
     (the drift offset's fit had no direction across the line and returned 1e23 or inf)."""

@@ -42,7 +42,7 @@ from jax import lax
 
 from .._caches import cached
 from .. import _ops
-from .._checks import check_capacity, check_point, check_points, is_concrete
+from .._checks import check_bytes_fit, check_capacity, check_point, check_points, is_concrete, tree_nbytes
 from .._core import StreamLearner, cached_learner
 from . import kernel as K
 from .forgetting import chi2_quantile, forget_moved, track_moved
@@ -131,7 +131,8 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
 
     Raises:
       ValueError: with concrete inputs, a bad shape or non-finite ``x_init``;
-        a fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it.
+        a fixed radius ≤ 0 or not finite; a point of ``x_init`` outside it;
+        a state larger than the device's memory.
     """
     x_init = check_points(x_init, "x_init")
     params = _cast_params(default_params() if params is None else params, x_init.dtype)
@@ -141,6 +142,9 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
             raise ValueError(f"radius must be a positive finite number (or None to learn it); got {r}")
         if is_concrete(x_init):
             check_radius(x_init, r, "x_init")
+    check_bytes_fit(tree_nbytes(jax.eval_shape(functools.partial(_initial, config=config), key, x_init, params)),
+                    f"PACBO's state (history_size={config.history_size}, max_clusters={config.max_clusters}, "
+                    f"n_chains={config.n_chains}, d={x_init.shape[-1]})", "lower history_size")
     return _initial(key, x_init, params, config)._replace(params=params)  # the caller's leaves, as cast
 
 
