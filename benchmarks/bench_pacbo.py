@@ -84,32 +84,12 @@ def four_groups_stream(seed, T=200):
     return xs.astype(np.float32), lab
 
 
-def ten_group_means(rng, n_groups=10, box=10.0, min_sep=6.0):
-    means = []
-    while len(means) < n_groups:
-        m = rng.uniform(-box, box, 2)
-        if all(np.linalg.norm(m - q) >= min_sep for q in means):
-            means.append(m)
-    return np.array(means)
-
-
-def growing_groups_stream(seed, T=200, n_groups=10, block=20):
-    """Ten groups in 2-D, one more every `block` rounds.
-
-    Group means are uniform on [-10, 10]² at least 6 apart (seeded), identity
-    covariance. In rounds (j-1)·block+1 .. j·block the groups 1..j exist; a
-    point comes from the newest group j with probability 1/2, otherwise from
-    a uniformly chosen group among 1..j (so old groups keep producing points
-    and a new one gets about half of its first block).
-
-    Returns:
-      (xs (T, 2) float32, k_t (T,) number of groups present at round t).
-    """
-    rng = np.random.default_rng(1000 + seed)
-    means = ten_group_means(rng, n_groups)
-    k_t = np.minimum(np.arange(T) // block + 1, n_groups)
-    lab = np.where(rng.random(T) < 0.5, k_t - 1, (rng.random(T) * k_t).astype(int))
-    return (means[lab] + rng.standard_normal((T, 2))).astype(np.float32), k_t
+def growing_groups_stream(seed, T=200):
+    """`jaxstream.datasets.make_growing_groups_stream` (ten groups, one more every 20 rounds), seeded
+    as this benchmark always was. Returns (xs (T, 2) float32, k_t (T,) groups present, means (10, 2))."""
+    from jaxstream.datasets import make_growing_groups_stream
+    xs, _, means_t = make_growing_groups_stream(T, seed=np.random.default_rng(1000 + seed), return_truth=True)
+    return xs.astype(np.float32), np.minimum(np.arange(T) // 20 + 1, 10), means_t[0]
 
 
 def oracle_round_losses(xs, means, labels):
@@ -287,8 +267,7 @@ def growing(args, learner):
     cum = np.asarray(info.loss, np.float64).sum(1)
     orc, labs = [], []
     for s in range(S):
-        rng = np.random.default_rng(1000 + s)
-        means = ten_group_means(rng)
+        means = data[s][2]
         lab = np.array([int(np.argmin(np.sum((x - means[:k]) ** 2, axis=1))) for x, k in zip(xs[s], k_true[s])])
         orc.append(oracle_round_losses(xs[s], means, lab))
         labs.append(lab)

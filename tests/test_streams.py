@@ -52,6 +52,7 @@ GENERATORS = [
     ("drift_clusters", lambda seed: D.make_drifting_clusters_stream(40, seed=seed), (40, 2)),
     ("ramp", lambda seed: D.make_ramp_clusters_stream(60, seed=seed), (60, 2)),
     ("four", lambda seed: D.make_four_groups_stream(40, seed=seed), (40, 2)),
+    ("growing", lambda seed: D.make_growing_groups_stream(50, seed=seed), (50, 2)),
 ]
 
 
@@ -267,6 +268,36 @@ def test_ramp_clusters():
     np.testing.assert_allclose(m[3], [10 * np.cos(0.6 * np.pi), 10 * np.sin(0.6 * np.pi)])
     assert np.all(means_t == m)
     assert ((pts - m[lab]) ** 2).sum(1).mean() == pytest.approx(2.0, rel=0.25)
+
+
+def test_growing_groups():
+    """The staircase: j groups present in block j, the newest drawing 1/2 + 1/(2j) of it (binomial
+    over 40 seeds × 200 rounds), the older ones uniformly;
+    means in the box and min_sep apart; unit-variance noise about the true means."""
+    newest, older, seen = 0, [], []
+    for seed in range(40):
+        pts, lab, means_t = D.make_growing_groups_stream(300, seed=seed, return_truth=True)
+        present = np.minimum(np.arange(300) // 20 + 1, 10)
+        assert np.all(lab < present) and lab.min() == 0
+        m = means_t[0]
+        assert np.all(means_t == m) and np.all(np.abs(m) <= 10.0)
+        gaps = np.linalg.norm(m[:, None] - m[None], axis=-1)[np.triu_indices(10, 1)]
+        assert gaps.min() >= 6.0
+        newest += int(np.sum(lab[:200] == present[:200] - 1))
+        old = (lab[:200] < present[:200] - 1) & (present[:200] >= 3)
+        older.append(lab[:200][old] / (present[:200][old] - 2))
+        seen.append(((pts - m[lab]) ** 2).sum(1))
+    # P(newest) = 1/2 + 1/2 · E[1/j]; over blocks j = 1..10 (block 1 is all newest)
+    p = np.mean([0.5 + 0.5 / j for j in range(1, 11)])
+    n = 40 * 200
+    assert abs(newest / n - p) < 4 * np.sqrt(p * (1 - p) / n)
+    u = np.concatenate(older)  # an older group's label among 0..j−2, scaled to [0, 1]: mean 1/2
+    assert abs(u.mean() - 0.5) < 4 * u.std() / np.sqrt(u.size)
+    assert np.concatenate(seen).mean() == pytest.approx(2.0, rel=0.03)
+    with pytest.raises(ValueError, match="could not place 30 means 6.0 apart"):  # cannot fit: refused at once
+        D.make_growing_groups_stream(10, n_groups=30)
+    # greedy placement can leave no room (seed 4: the 10th mean never fits); it starts again
+    assert D.make_growing_groups_stream(10, seed=4).shape == (10, 2)
 
 
 def test_four_groups_balanced_and_cli_stream():

@@ -7,7 +7,7 @@ references of the tests. Grouped by family, one module each:
 - ``curves``: the slpc paper's cubic and Table 2 streams, a helix, distances to a curve.
 - ``routes``: curves travelled in order: routes, commutes, loops, a drifting sine arc.
 - ``families``: the named curve families with their true curves (`curve_family`).
-- ``clusters``: the PACBO four groups, drifting groups, the ten-group ramp.
+- ``clusters``: the PACBO four groups, drifting groups, the ten-group ramp, growing groups.
 - ``manifolds``: the S-curve of the landmark learners.
 - ``baselines``: reference losses (nearest past point, the last-points oracle).
 - ``real``: the shipped USGS earthquakes and ferry trace, a CSV reader, km projection.
@@ -17,7 +17,8 @@ Every public name is re-exported here: use ``jaxstream.datasets.X``.
 from __future__ import annotations
 
 from .baselines import last_points_oracle_loss, nearest_past_point_loss
-from .clusters import PACBO_MEANS, make_drifting_clusters_stream, make_four_groups_stream, make_ramp_clusters_stream
+from .clusters import (PACBO_MEANS, make_drifting_clusters_stream, make_four_groups_stream, make_growing_groups_stream,
+                       make_ramp_clusters_stream)
 from .curves import (cubic_curve, curve_sqdist, helix_curve, make_cubic_stream, make_helix_stream, make_table2_stream,
                      table2_curve, true_curve_sqdist)
 from .families import CURVE_FAMILIES, CurveStream, curve_family
@@ -34,6 +35,7 @@ __all__ = [
     "PACBO_MEANS", "random_route", "make_route_stream", "make_commute_stream",
     "rounded_rectangle_sqdist", "make_loop_stream", "sine_arc_sqdist", "make_drifting_curve_stream",
     "make_four_groups_stream", "make_drifting_clusters_stream", "make_ramp_clusters_stream",
+    "make_growing_groups_stream",
     "nearest_past_point_loss", "last_points_oracle_loss", "TRACES", "EARTH_RADIUS_KM",
     "lonlat_to_local_km", "load_trace", "CurveStream", "CURVE_FAMILIES", "curve_family",
     "FERRY_TERMINALS", "ferry_lane",

@@ -1,4 +1,5 @@
-"""Gaussian groups: the PACBO slides' four groups, the same groups drifting, and the ten-group ramp.
+"""Gaussian groups: the PACBO slides' four groups, the same groups drifting, the ten-group ramp, and
+ten groups that appear one by one among the older ones.
 
 The streams with ``return_truth=True`` give ``(points, labels, means_t)``, means_t (n, k, d) every
 group's mean at each round.
@@ -9,7 +10,8 @@ import numpy as np
 
 from ._random import _rng
 
-__all__ = ["PACBO_MEANS", "make_four_groups_stream", "make_drifting_clusters_stream", "make_ramp_clusters_stream"]
+__all__ = ["PACBO_MEANS", "make_four_groups_stream", "make_drifting_clusters_stream", "make_ramp_clusters_stream",
+           "make_growing_groups_stream"]
 
 PACBO_MEANS = np.array([[0.0, 0.0], [-4.0, -1.0], [0.0, 7.0], [5.0, 2.0]])
 """The PACBO slides' four group means (0,0), (−4,−1), (0,7), (5,2)."""
@@ -123,3 +125,59 @@ def make_ramp_clusters_stream(n: int = 200, n_groups: int = 10, block: int = 20,
     late = t >= n_groups * block
     labels[late] = rng.integers(0, n_groups, int(late.sum()))
     return _cluster_stream(rng, labels, np.broadcast_to(means, (n, n_groups, 2)), sd, return_truth)
+
+
+def _separated_means(rng, k: int, box: float, min_sep: float, tries: int = 100_000, restarts: int = 20) -> np.ndarray:
+    """k means uniform on [−box, box]², drawn one by one, each kept if it is ≥ min_sep from those kept.
+
+    Greedy placement can leave no room for the next mean: after `tries` rejections in a row it
+    starts again (the draws continue), and after `restarts` fresh starts it gives up.
+    """
+    if k * np.pi * (min_sep / 2) ** 2 > (2 * box + min_sep) ** 2:  # discs of radius min_sep/2 cannot fit
+        restarts = 0
+    for _ in range(restarts):
+        means, misses = [], 0
+        while len(means) < k and misses < tries:
+            m = rng.uniform(-box, box, 2)
+            if all(np.linalg.norm(m - q) >= min_sep for q in means):
+                means.append(m)
+                misses = 0
+            else:
+                misses += 1
+        if len(means) == k:
+            return np.array(means)
+    raise ValueError(f"could not place {k} means {min_sep} apart in [-{box}, {box}]²: "
+                     f"lower n_groups or min_sep, or widen box")
+
+
+def make_growing_groups_stream(n: int = 200, n_groups: int = 10, block: int = 20, seed=0, *, box: float = 10.0,
+                               min_sep: float = 6.0, return_truth: bool = False):
+    """Ten groups in 2-D, one more every `block` points, the older ones still producing points.
+
+    Group means are uniform on [−box, box]², at least `min_sep` apart; identity covariance. In
+    rounds j·block … (j+1)·block − 1 groups 0 … j exist (j < `n_groups`); a point comes from the
+    newest group with probability 1/2, otherwise from one of the groups present chosen uniformly,
+    so a new group gets about half of its first block and the number of groups present,
+    ``min(t // block + 1, n_groups)`` at round t, climbs a staircase.
+
+    Args:
+      n: number of points.
+      n_groups: the number of groups at the end.
+      block: points between one group's appearance and the next.
+      seed: int or `numpy.random.Generator`.
+      box: half-width of the square the means are drawn in.
+      min_sep: least distance between two means.
+      return_truth: also return the labels and the means.
+
+    Returns:
+      (n, 2) float64 array, or ``(points, labels, means_t)`` with labels (n,) int and means_t
+      (n, n_groups, 2) the means (constant; groups not yet present included).
+
+    Raises:
+      ValueError: `n_groups` means `min_sep` apart could not be placed in the box.
+    """
+    rng = _rng(seed)
+    means = _separated_means(rng, n_groups, box, min_sep)
+    present = np.minimum(np.arange(n) // block + 1, n_groups)
+    labels = np.where(rng.random(n) < 0.5, present - 1, (rng.random(n) * present).astype(int))
+    return _cluster_stream(rng, labels, np.broadcast_to(means, (n, n_groups, 2)), 1.0, return_truth)
