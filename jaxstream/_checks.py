@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 import jax
@@ -240,11 +240,10 @@ def memory_limit() -> int:
         return 2 ** 62
 
 
-def check_fits(n_values: int, what: str, fix: str, itemsize: Optional[int] = None) -> None:
+def check_fits(n_values: int, what: str, fix: str) -> None:
     """Refuse a configuration whose state alone cannot fit the device (an allocation that large
-    swaps or hangs before XLA reports it), counting ``n_values`` values of ``itemsize`` bytes
-    (default: the default float's)."""
-    check_bytes_fit(n_values * (itemsize or jnp.zeros(()).dtype.itemsize), what, fix)
+    swaps or hangs before XLA reports it), counting ``n_values`` values of the default float."""
+    check_bytes_fit(n_values * jnp.zeros(()).dtype.itemsize, what, fix)
 
 
 def check_bytes_fit(need: int, what: str, fix: str, n_devices: int = 1) -> None:
@@ -260,12 +259,9 @@ def tree_nbytes(tree) -> int:
     """Bytes of a pytree's array leaves (arrays or `jax.ShapeDtypeStruct`; key arrays count their key data)."""
     total = 0
     for leaf in jax.tree_util.tree_leaves(tree):
-        dtype = leaf.dtype
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-            size = int(np.prod(jax.eval_shape(jax.random.key_data, leaf).shape)) * 4
-        else:
-            size = int(np.prod(leaf.shape)) * np.dtype(dtype).itemsize
-        total += size
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.eval_shape(jax.random.key_data, leaf)
+        total += int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
     return total
 
 

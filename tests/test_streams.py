@@ -296,6 +296,9 @@ def test_growing_groups():
     assert np.concatenate(seen).mean() == pytest.approx(2.0, rel=0.03)
     with pytest.raises(ValueError, match="could not place 30 means 6.0 apart"):  # cannot fit: refused at once
         D.make_growing_groups_stream(10, n_groups=30)
+    for bad in (dict(n=-1), dict(n_groups=0), dict(block=0), dict(box=0.0), dict(min_sep=-1.0)):
+        with pytest.raises(ValueError, match="need n >= 0, n_groups >= 1"):
+            D.make_growing_groups_stream(**dict(dict(n=10), **bad))
     # greedy placement can leave no room (seed 4: the 10th mean never fits); it starts again
     assert D.make_growing_groups_stream(10, seed=4).shape == (10, 2)
 

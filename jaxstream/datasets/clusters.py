@@ -174,8 +174,12 @@ def make_growing_groups_stream(n: int = 200, n_groups: int = 10, block: int = 20
       (n, n_groups, 2) the means (constant; groups not yet present included).
 
     Raises:
-      ValueError: `n_groups` means `min_sep` apart could not be placed in the box.
+      ValueError: n < 0, n_groups or block < 1, box ≤ 0 or min_sep < 0; or `n_groups` means
+        `min_sep` apart could not be placed in the box.
     """
+    if not (n >= 0 and n_groups >= 1 and block >= 1 and box > 0 and min_sep >= 0):
+        raise ValueError(f"need n >= 0, n_groups >= 1, block >= 1, box > 0 and min_sep >= 0; got n={n}, "
+                         f"n_groups={n_groups}, block={block}, box={box}, min_sep={min_sep}")
     rng = _rng(seed)
     means = _separated_means(rng, n_groups, box, min_sep)
     present = np.minimum(np.arange(n) // block + 1, n_groups)
