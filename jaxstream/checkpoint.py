@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
-import sys
 import tempfile
 import zipfile
 from typing import Any, Optional
@@ -46,6 +44,9 @@ from typing import Any, Optional
 import numpy as np
 import jax
 import jax.numpy as jnp
+
+from ._ckpt_lock import CheckpointBusy, _remove_temporaries, lock, remove_stale_temporaries  # noqa: F401
+from ._ckpt_tree import ADDED_STATE_FIELDS, CheckpointError, _decode_tree, _encode_tree  # noqa: F401
 
 #: The version of the file format written; `load` refuses a file of another version.
 FORMAT_VERSION = 1
@@ -55,10 +56,6 @@ _MAGIC = "jaxstream-checkpoint"
 
 __all__ = ["save", "load", "load_with_arrays", "read_manifest", "remove_stale_temporaries", "lock",
            "CheckpointError", "CheckpointBusy", "FORMAT_VERSION"]
-
-
-class CheckpointError(ValueError):
-    """A checkpoint cannot be written or does not match the learner."""
 
 
 def _package_version() -> str:
@@ -79,15 +76,6 @@ ADDED_CONFIG_KEYS = {
     # pacbo before the split guard (2026-11-29) priced centres with the k̂ + 1 row's noise level only,
     # and before tracking (0.4.3) a moving cluster kept only its m newest points.
     "pacbo": {"split_guard": False, "tracking": False},
-}
-
-
-# State fields a learner gained after checkpoints of it were written (keyed by the manifest's
-# "module:qualname"), each with how to build it from the fields the checkpoint has, reproducing the
-# state before the field existed.
-ADDED_STATE_FIELDS = {
-    # PACBO's point velocities (tracking, 0.4.3): an older checkpoint's points stand still.
-    "jaxstream.clustering.types:State": {"history_velocity": lambda got: jnp.zeros_like(got["history"])},
 }
 
 
@@ -116,103 +104,6 @@ def _normalise_config(config, where: str):
             "tuples/lists/dicts of them)")
 
     return json.loads(json.dumps(config, default=default, sort_keys=True))
-
-
-def _is_key_array(x) -> bool:
-    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-def _encode_tree(node, leaves: list, specs: list):
-    """JSON description of the pytree's containers; leaves appended in order."""
-    if node is None:
-        return {"t": "none"}
-    if isinstance(node, tuple) and hasattr(type(node), "_fields"):
-        cls = type(node)
-        return {"t": "namedtuple", "cls": f"{cls.__module__}:{cls.__qualname__}",
-                "fields": list(cls._fields),
-                "c": [_encode_tree(v, leaves, specs) for v in node]}
-    if isinstance(node, tuple):
-        return {"t": "tuple", "c": [_encode_tree(v, leaves, specs) for v in node]}
-    if isinstance(node, list):
-        return {"t": "list", "c": [_encode_tree(v, leaves, specs) for v in node]}
-    if isinstance(node, dict):
-        keys = sorted(node)
-        if not all(isinstance(k, str) for k in keys):
-            raise CheckpointError("state dicts must have string keys to be checkpointed")
-        return {"t": "dict", "k": keys, "c": [_encode_tree(node[k], leaves, specs) for k in keys]}
-    if isinstance(node, (bool, int, float)) and not isinstance(node, np.generic):
-        specs.append({"kind": "python", "type": type(node).__name__})
-        leaves.append(np.asarray(node))
-        return {"t": "leaf", "i": len(leaves) - 1}
-    if isinstance(node, (jax.Array, np.ndarray, np.generic)):
-        if _is_key_array(node):
-            data = np.asarray(jax.random.key_data(node))
-            specs.append({"kind": "key", "impl": str(jax.random.key_impl(node)),
-                          "shape": list(node.shape), "dtype": data.dtype.name})
-            leaves.append(data)
-        else:
-            arr = np.asarray(node)
-            if arr.dtype.kind not in "biufc":
-                raise CheckpointError(f"cannot checkpoint an array of dtype {arr.dtype}")
-            specs.append({"kind": "array", "shape": list(arr.shape), "dtype": arr.dtype.name,
-                          "weak_type": bool(getattr(node, "weak_type", False))})
-            leaves.append(arr)
-        return {"t": "leaf", "i": len(leaves) - 1}
-    raise CheckpointError(f"cannot checkpoint a state node of type {type(node).__module__}."
-                          f"{type(node).__qualname__} (supported: NamedTuple, tuple, list, dict, None, "
-                          "arrays, Python scalars)")
-
-
-def _resolve_class(name: str):
-    module_name, _, qualname = name.partition(":")
-    module = sys.modules.get(module_name)
-    if module is None and (module_name == "jaxstream" or module_name.startswith("jaxstream.")):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            module = None
-    if module is None:
-        raise CheckpointError(f"the checkpoint's state type {name} is not available in this version "
-                              "of the code (module not imported)")
-    obj = module
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise CheckpointError(f"the checkpoint's state type {name} does not exist in this version "
-                                  "of the code")
-    if not (isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")):
-        raise CheckpointError(f"the checkpoint's state type {name} is not a NamedTuple here")
-    return obj
-
-
-def _decode_tree(desc, leaves: list, filled: Optional[list] = None):
-    """The pytree a manifest describes; fields filled in from `ADDED_STATE_FIELDS` are appended to `filled`."""
-    t = desc.get("t")
-    if t == "none":
-        return None
-    if t == "leaf":
-        return leaves[desc["i"]]
-    children = [_decode_tree(c, leaves, filled) for c in desc["c"]]
-    if t == "tuple":
-        return tuple(children)
-    if t == "list":
-        return children
-    if t == "dict":
-        return dict(zip(desc["k"], children))
-    if t == "namedtuple":
-        cls = _resolve_class(desc["cls"])
-        saved, fields = list(desc["fields"]), list(cls._fields)
-        added = ADDED_STATE_FIELDS.get(desc["cls"], {})
-        if saved != fields and set(saved) <= set(fields) and set(fields) - set(saved) <= set(added):
-            got = dict(zip(saved, children))
-            if filled is not None:
-                filled.extend(f"{desc['cls']}.{k}" for k in fields if k not in got)
-            return cls(**{k: got[k] if k in got else added[k](got) for k in fields})
-        if fields != saved:
-            raise CheckpointError(f"the checkpoint's {desc['cls']} has fields {desc['fields']}, but this "
-                                  f"version's has {list(cls._fields)}")
-        return cls(*children)
-    raise CheckpointError(f"unknown node type {t!r} in the checkpoint manifest")
 
 
 def _fsync_dir(directory: str) -> None:
@@ -346,100 +237,6 @@ def _check_arrays(arrays) -> dict:
             raise CheckpointError(f"extra array {name!r} has dtype {arr.dtype}; only numeric arrays are saved")
         out[name] = arr
     return out
-
-
-class CheckpointBusy(CheckpointError):
-    """Another live process holds the checkpoint's lock (`lock`)."""
-
-
-class lock:
-    """An advisory, exclusive lock on a checkpoint path, for one writer at a time.
-
-    A context manager: ``with checkpoint.lock(path): ...``. The lock is an
-    ``flock`` on the file ``<path>.lock`` (created beside the checkpoint and
-    left there; it holds the owner's pid and host for the message), taken
-    without waiting. The operating system releases it when its holder exits or
-    is killed, so a crashed job never leaves a stale lock. `run_stream_chunked`
-    holds it for the whole run.
-
-    Where ``fcntl`` is missing (Windows) the lock does nothing. On network file
-    systems ``flock`` is as reliable as the file system makes it (NFSv4 and
-    Lustre honour it across hosts; some older NFS mounts only within a host).
-
-    Raises:
-      CheckpointBusy: another process (or another open lock in this process)
-        holds it.
-    """
-
-    def __init__(self, path):
-        self.path = os.fspath(path) + ".lock"
-        self._fd = None
-
-    def __enter__(self) -> "lock":
-        try:
-            import fcntl
-        except ImportError:  # no advisory locks on this platform
-            return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            try:
-                owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "an unknown process"
-            except OSError:
-                owner = "an unknown process"
-            os.close(fd)
-            raise CheckpointBusy(f"{self.path[:-5]} is in use by another job ({owner} holds {self.path}): two "
-                                 "jobs writing one checkpoint would overwrite each other's progress; give each "
-                                 "job its own checkpoint path, or wait for the other to finish") from None
-        import socket
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
-
-
-def remove_stale_temporaries(path) -> list:
-    """Delete the temporary files that a process killed inside `save` left beside `path`.
-
-    `save` writes ``.<basename>.<random>.tmp`` in the checkpoint's directory
-    and renames it over `path` when complete; a kill before the rename
-    leaves the temporary behind (the checkpoint itself is intact). The
-    checkpoint's `lock` is taken first, so a live job's save in progress is
-    never removed.
-
-    Returns:
-      The paths removed.
-
-    Raises:
-      CheckpointBusy: another job holds the checkpoint's lock.
-    """
-    with lock(path):
-        return _remove_temporaries(path)
-
-
-def _remove_temporaries(path) -> list:
-    """`remove_stale_temporaries` for a caller that already holds the lock."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    prefix, removed = f".{os.path.basename(path)}.", []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return removed
-    for name in names:
-        if name.startswith(prefix) and name.endswith(".tmp"):
-            try:
-                os.unlink(os.path.join(directory, name))
-                removed.append(os.path.join(directory, name))
-            except OSError:
-                pass
-    return removed
 
 
 def _open(path):

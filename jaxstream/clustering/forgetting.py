@@ -213,8 +213,26 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     steady = jnp.maximum(longest, 0).astype(dtype) <= (2.0 + jnp.log(n1)) * gap + 1.0
     stat = jnp.where(steady, stat, 0.0)
     moving = active & ~stale & (stat > threshold)
-    # Where each moving cluster j was at stale cluster i's mean arrival time (its line), against
-    # where i is: within `trail_quantile` standard errors, i is j's trail.
+    trail, beta = _trail_clusters(full, moving, stale, noise_var, trail_quantile)
+    # Points a moving group left behind in another cluster (a lagging centre that still gets a tail
+    # point now and then is never stale): a row that arrived before moving cluster j's m newest and
+    # lies where j's line puts the group at the row's arrival time.
+    dtr = t[:, None] - full.t_bar[None, :]                                             # (H, p)
+    e2 = _ops.coord_sum((y[:, None, :] - full.y_bar[None] - dtr[..., None] * beta[None]) ** 2)
+    v2 = noise_var * (1.0 + 1.0 / n1[None, :] + jnp.minimum(dtr ** 2 / full.s_tt[None, :], _LINE_CAP))
+    behind = (moving[None, :] & (cl[:, None] != jnp.arange(p)[None, :]) & (index[:, None] < first_recent[None, :])
+              & (dtr ** 2 / full.s_tt[None, :] <= _REACH))
+    trail_row = mask & jnp.any(behind & (e2 <= trail_quantile * v2), axis=1)
+    return DriftTest(stat, trail, old_row, assign, trail_row, stale)
+
+
+def _trail_clusters(full: _Line, moving: Array, stale: Array, noise_var, trail_quantile) -> tuple[Array, Array]:
+    """(p,) bool: the stale clusters on a moving cluster's path, and (p, d) the clusters' slopes.
+
+    Where each moving cluster j was at stale cluster i's mean arrival time (its line), against
+    where i is: within `trail_quantile` standard errors, i is j's trail.
+    """
+    n1 = jnp.maximum(full.n, 1.0)
     beta = full.s_ty / full.s_tt[:, None]                                              # (p, d)
     dt = full.t_bar[:, None] - full.t_bar[None, :]                                     # (i, j)
     back = full.y_bar[None, :, :] + dt[..., None] * beta[None, :, :]                   # (i, j, d)
@@ -226,17 +244,7 @@ def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, 
     # was: a few rounds of a new group's points, a chance trend, would point anywhere 100 rounds back.
     near = dt ** 2 / full.s_tt[None, :] <= _REACH
     on_path = (err2 <= trail_quantile * se2) & moving[None, :] & near
-    trail = stale & (n >= 2) & jnp.any(on_path, axis=1)
-    # Points a moving group left behind in another cluster (a lagging centre that still gets a tail
-    # point now and then is never stale): a row that arrived before moving cluster j's m newest and
-    # lies where j's line puts the group at the row's arrival time.
-    dtr = t[:, None] - full.t_bar[None, :]                                             # (H, p)
-    e2 = _ops.coord_sum((y[:, None, :] - full.y_bar[None] - dtr[..., None] * beta[None]) ** 2)
-    v2 = noise_var * (1.0 + 1.0 / n1[None, :] + jnp.minimum(dtr ** 2 / full.s_tt[None, :], _LINE_CAP))
-    behind = (moving[None, :] & (cl[:, None] != jnp.arange(p)[None, :]) & (index[:, None] < first_recent[None, :])
-              & (dtr ** 2 / full.s_tt[None, :] <= _REACH))
-    trail_row = mask & jnp.any(behind & (e2 <= trail_quantile * v2), axis=1)
-    return DriftTest(stat, trail, old_row, assign, trail_row, stale)
+    return stale & (full.n >= 2) & jnp.any(on_path, axis=1), beta
 
 
 def _run_test(history, mask, index, centers, n_clusters, level, recent, noise_var):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from functools import lru_cache
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 import jax
@@ -46,13 +46,15 @@ from .._checks import check_bytes_fit, check_capacity, check_point, check_points
 from .._core import StreamLearner, cached_learner
 from . import kernel as K
 from .forgetting import chi2_quantile, forget_moved, track_moved
-from .lloyd import center_mask, nearest_center, proposal_rows, sq_distances
-from .quasi_posterior import (centre_price, guarded_noise_variance, lambda2_schedule, lambda_schedule,
-                              log_target_fn, noise_dof, noise_variance, pooled_noise_variance, prior_rate)
+from ._readout import (_active, _nearest, cluster_sizes, effective_count, loss, predict, soft_assign,
+                       soft_loss)
+from ._target import RoundTarget, round_target
+from .lloyd import nearest_center
+
+from .types import ESTIMATES, HISTORY_POLICIES, Config, Info, Params, State, default_params
 
 Array = jax.Array
 PROVISIONAL_FREE_DOF = 2  # below this many residual points σ̂ is no scale: every recent point predicts
-from .types import ESTIMATES, HISTORY_POLICIES, Config, Info, Params, State, default_params
 _LOG_SCALE_BOUNDS = (math.log(0.25), math.log(4.0))
 
 __all__ = ["Config", "Params", "State", "Info", "default_params", "init", "update", "predict", "loss",
@@ -62,17 +64,6 @@ __all__ = ["Config", "Params", "State", "Info", "default_params", "init", "updat
 
 def _cast_params(params: Params, dtype) -> Params:
     return Params(*(jnp.asarray(v, dtype) for v in params))
-
-
-def effective_count(state: State, history_policy: str = "reservoir") -> tuple[Array, Array]:
-    """(n, weight): the number of points S stands for, and the multiplier of the buffer's sum."""
-    dtype = state.centers.dtype
-    if history_policy == "reservoir":
-        n = state.n_remembered
-        return n, n.astype(dtype) / jnp.maximum(state.n_stored, 1).astype(dtype)
-    if history_policy == "window":
-        return state.n_stored, jnp.ones((), dtype)
-    raise ValueError(f"history_policy must be one of {HISTORY_POLICIES}; got {history_policy!r}")
 
 
 def _insert(key, state: State, x: Array, pred_loss: Array, policy: str) -> State:
@@ -198,183 +189,6 @@ def _store_initial(history_policy: str):
     return run
 
 
-def _flat(state: State, x):
-    x = jnp.asarray(x, state.centers.dtype)
-    return x, x.reshape(-1, x.shape[-1])
-
-
-def _active(state: State) -> Array:
-    return center_mask(state.n_clusters, state.centers.shape[0])
-
-
-def _provisional_sq_distances(state: State, flat: Array) -> Array:
-    """(N, A) squared distances of the points to the provisional centres (+inf: not provisional)."""
-    d2 = sq_distances(flat, state.recent)
-    return jnp.where(state.provisional[None, :], d2, jnp.inf)
-
-
-def _nearest(state: State, flat: Array):
-    """(partition loss (N,), its nearest slot (N,), provisional loss (N,): +inf without any)."""
-    l, a = nearest_center(flat, state.centers, _active(state))
-    if state.recent.shape[0] == 0:
-        # provisional_size=0: a constant, not a minimum over an empty axis (whose
-        # forward-mode derivative is 0/0 = NaN, and 0·NaN in min(l, lp)'s derivative)
-        return l, a, jnp.full(l.shape, jnp.inf, l.dtype)
-    lp = jnp.min(_provisional_sq_distances(state, flat), axis=1)
-    return l, a, lp
-
-
-def loss(state: State, x: Array) -> Array:
-    """The prediction's loss: min over active and provisional centres of ||x − c||², for x (..., d).
-
-    Without provisional centres (``state.provisional`` all False, always with
-    ``provisional_level=0``) this is ℓ(ĉ, x) = min_j ||x − c_j||² of the partition.
-    """
-    x, flat = _flat(state, x)
-    l, _, lp = _nearest(state, flat)
-    return jnp.minimum(l, lp).reshape(x.shape[:-1])
-
-
-def predict(state: State, x: Array) -> Array:
-    """Stable label (`State.ids` of the nearest active centre, int32) of x of shape (..., d).
-
-    The partition's labels: provisional centres (`loss`) are not clusters and get none.
-    """
-    x, flat = _flat(state, x)
-    _, a = nearest_center(flat, state.centers, _active(state))
-    return state.ids[a].reshape(x.shape[:-1])
-
-
-def soft_loss(state: State, x: Array, temperature) -> Array:
-    """−T·logsumexp(−||x − c||²/T) over active and provisional centres: a smooth `loss` (→ loss as T → 0)."""
-    x, flat = _flat(state, x)
-    d2 = jnp.concatenate([sq_distances(flat, state.centers), sq_distances(flat, state.recent)], axis=1)
-    mask = jnp.concatenate([_active(state), state.provisional])
-    s = jax.nn.logsumexp(jnp.where(mask[None, :], -d2 / temperature, -jnp.inf), axis=1)
-    return (-temperature * s).reshape(x.shape[:-1])
-
-
-def _within_variance(state: State) -> Array:
-    """Per-coordinate within-cluster variance of the stored points under ĉ."""
-    pm = state.history_mask
-    l, _ = nearest_center(state.history, state.centers, _active(state))
-    d = state.centers.shape[1]
-    return jnp.sum(jnp.where(pm, l, 0.0)) / (d * jnp.maximum(state.n_stored - state.n_clusters, 1))
-
-
-def soft_assign(state: State, x: Array, temperature=None) -> Array:
-    """Soft assignments: (..., p) probabilities ∝ exp(−||x − c_j||²/T) over active slots.
-
-    Args:
-      state: `State`.
-      x: (..., d).
-      temperature: T; None uses 2σ̂², σ̂² the within-cluster variance per
-        coordinate of the stored points (Gaussian clusters' responsibilities).
-
-    Returns:
-      (..., p) rows summing to 1 (zeros on inactive slots; slot j has label ``state.ids[j]``).
-    """
-    x, flat = _flat(state, x)
-    T = 2.0 * _within_variance(state) if temperature is None else temperature
-    T = jnp.maximum(T, jnp.finfo(flat.dtype).tiny)
-    d2 = sq_distances(flat, state.centers)
-    pr = jax.nn.softmax(jnp.where(_active(state)[None, :], -d2 / T, -jnp.inf), axis=1)
-    return pr.reshape(x.shape[:-1] + (state.centers.shape[0],))
-
-
-def cluster_sizes(state: State, history_policy: str = "reservoir") -> Array:
-    """(p,) estimated number of points of each active slot (stored points × n_seen/n_stored for a reservoir)."""
-    pm = state.history_mask
-    _, a = nearest_center(state.history, state.centers, _active(state))
-    counts = jnp.sum((a[None, :] == jnp.arange(state.centers.shape[0])[:, None]) & pm[None], axis=1)
-    _, weight = effective_count(state, history_policy)
-    return jnp.where(_active(state), counts * weight, 0.0)
-
-
-class RoundTarget(NamedTuple):
-    """A round's target and proposal family, fixed for its whole chain.
-
-    Attributes:
-      logdensity_fn: ``(centers (M, p, d), k (M,)) -> (M,)`` log target −λ·S + log π.
-      family: `jaxstream.clustering.kernel.ProposalFamily` (rows k̂−1, k̂, k̂+1).
-      row_ids: (3, p) int32 labels of each row's slots.
-      lam: λ of the round; eta: prior rate η; price: P (units of S).
-      noise_sd: σ used in λ (σ̂, pooled with the guess `Params.noise_scale` if any).
-      price_noise_sd: σ of the price and λ's cap: ``noise_sd``, or the k̂ row's
-        noise level under the split guard (`quasi_posterior.guarded_noise_variance`).
-    """
-
-    logdensity_fn: K.LogDensityFn
-    family: K.ProposalFamily
-    row_ids: Array
-    lam: Array
-    eta: Array
-    price: Array
-    noise_sd: Array
-    price_noise_sd: Array
-
-
-def round_target(state: State, config: Config = Config()) -> RoundTarget:
-    """The round's quasi-posterior and proposal family (call after the new point is stored)."""
-    history_policy, kmeans_iters = config.history_policy, config.kmeans_iters
-    p, d = state.centers.shape
-    params = state.params
-    pm = state.history_mask
-    n_eff, weight = effective_count(state, history_policy)
-    dtype = state.centers.dtype
-    n_f = n_eff.astype(dtype)
-    R = jnp.where(state.radius > 0, state.radius, 1.0)
-    rows = proposal_rows(state.history, pm, state.centers, state.n_clusters, state.ids, state.next_id,
-                         kmeans_iters)
-    k_rows = rows.n_clusters.astype(dtype)
-    var = noise_variance(weight * rows.within_ss[2], k_rows[2], weight * rows.within_ss[1], k_rows[1], n_f, d)
-    # With a guess σ₀ (`Params.noise_scale`), σ² pools it with σ̂² (ν₀ = inf: σ₀ exactly).
-    var = pooled_noise_variance(var, noise_dof(n_f, k_rows[2], k_rows[1]), params.noise_scale,
-                                params.noise_prior_points)
-    # σ̂ = 0 (repeated points) or undefined (one point; `update` then skips the chain): floors in R's units.
-    sigma = jnp.sqrt(jnp.where(jnp.isnan(var), R ** 2, jnp.maximum(var, (1e-6 * R) ** 2)))
-    sigma = jnp.where(jnp.isnan(params.noise_scale) | ~jnp.isinf(params.noise_prior_points), sigma,
-                      params.noise_scale)
-    lam = lambda_schedule(params.lambda_scale, params.lambda_power, R, n_eff, d, sigma)
-    # The price and the cap read the k̂ row's noise level while the k̂ + 1 row may split noise
-    # (quasi_posterior's "Split guard"); λ itself, λ_2 and the proposals keep σ.
-    sig2_price = sigma ** 2
-    if config.split_guard:
-        w_k = weight * rows.within_ss[1]
-        var_k = noise_variance(w_k, k_rows[1], w_k, k_rows[1], n_f, d)  # the k̂ row's, NaN without spread
-        pooled_k = pooled_noise_variance(var_k, noise_dof(n_f, k_rows[1], k_rows[1]), params.noise_scale,
-                                         params.noise_prior_points)
-        var_k = jnp.where(jnp.isnan(var_k), jnp.nan, pooled_k)
-        sig2_price = guarded_noise_variance(sig2_price, var_k, n_f, d)
-    # No cap (lambda_cap = inf) must not reach the derivative: inf / σ² has an infinite tangent,
-    # and min's rule multiplies the unselected tangent by 0 (NaN).
-    capped = jnp.isfinite(params.lambda_cap)
-    lam = jnp.where(capped, jnp.minimum(lam, jnp.where(capped, params.lambda_cap, 1.0) / (2.0 * sig2_price)), lam)
-    lam2 = lambda2_schedule(params.lambda2_scale, params.prior_scale, R, state.history_index, d, sigma)
-    ball = params.prior_scale * R
-    w_max = weight * jnp.where(rows.valid[2], rows.max_within[2], rows.max_within[1])
-    price = centre_price(sig2_price, w_max, n_f, d, params.price_scale)
-    eta = prior_rate(lam, price, n_f, params.log_n_weight)
-    # At most as many centres as points: the k̂ + 1 row only while k̂ + 1 ≤ n. (Allowing k̂ + 1 = n,
-    # a centre on each point, lets k̂ reach k one round earlier on a short stream: four groups,
-    # T = 200, 10 seeds: rounds 2-10 cost 152 instead of 160, k̂_T and the ramp's |k̂ − k| unchanged.)
-    # Under "window" n stays at H once the window is full, so k̂ = n would leave σ̂² no degrees of
-    # freedom in every later round (it would fall back to R): there, fewer centres than points.
-    room = n_f if history_policy == "reservoir" else n_f - 1
-    valid = rows.valid & ((jnp.arange(3) < 2) | (k_rows[2] <= room))
-    n_moves = jnp.sum(valid) - 1
-    w_move = (1.0 - params.stay_prob) / jnp.maximum(n_moves, 1).astype(lam.dtype)
-    w = jnp.where(jnp.arange(3) == 1, jnp.where(n_moves > 0, params.stay_prob, 1.0), w_move)
-    log_w = jnp.where(valid, jnp.log(w), -jnp.inf)
-    scales = jnp.exp(state.log_scale) / jnp.sqrt(2.0 * lam * jnp.maximum(weight * rows.counts, 1.0))
-    delta = jnp.log(params.scale_spread)
-    family = K.ProposalFamily(rows.n_clusters, log_w, rows.centers, scales,
-                              jnp.exp(jnp.stack([-delta, delta])))
-    fn = log_target_fn(state.history, pm, state.history_loss, lam2, weight, lam, state.origin, ball, eta,
-                       count_labellings=True)
-    return RoundTarget(fn, family, rows.ids, lam, eta, price, sigma, jnp.sqrt(sig2_price))
-
-
 def _forget(state: State, recent: int, noise_sd, tracking: bool, born=None) -> tuple[State, Array]:
     """Apply `forgetting.track_moved` (or `forget_moved`) with ĉ_{t+1}; the forgotten rows' share of
     n_remembered goes. born: None or (p,) bool, the centres this round added (`track_moved`)."""
@@ -415,6 +229,46 @@ def _provisional(state: State, x: Array, noise_sd, A: int) -> State:
                           provisional=(index > 0) & ((far > q * noise_sd ** 2) | no_scale))
 
 
+def _chains(key, chain0: K.ChainState, tgt: RoundTarget, config: Config):
+    """``config.n_chains`` chains of ``config.n_steps`` steps from ``chain0``: (final states, step infos);
+    with ``estimate="mean"`` the finals' centres are the chains' path means."""
+    keys = jax.random.split(key, config.n_chains)
+    if config.estimate == "mean":
+        run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, config.n_steps, config.df,
+                                       path_mean=True)
+        finals, infos, means = jax.vmap(run)(keys)
+        return finals._replace(centers=means), infos
+    run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, config.n_steps, config.df)
+    return jax.vmap(run)(keys)
+
+
+def _combine(finals: K.ChainState, p: int) -> tuple[Array, Array]:
+    """(k̂, ĉ (p, d)) from the chains' finals: k̂ the most frequent final k (ties: the smaller), ĉ the
+    slot-wise mean of the estimates of the chains that end at k̂ (they share the round's rows, so
+    their slots are aligned)."""
+    counts_k = jnp.sum(finals.n_clusters[:, None] == finals.n_clusters[None, :], axis=1)
+    best = jnp.max(counts_k)
+    k_new = jnp.min(jnp.where(counts_k == best, finals.n_clusters, p + 1))
+    sel = (finals.n_clusters == k_new).astype(finals.centers.dtype)
+    return k_new, _ops.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
+
+
+def _adapted_log_scale(log_scale: Array, infos, params: Params) -> Array:
+    """The proposal scale's next log, moved towards the better accepted of the round's two scales.
+
+    Acceptance of an independence sampler is not monotone in the scale, so a target-acceptance
+    (Robbins–Monro) rule collapses the scale when the best acceptance is below the target. Each
+    round proposes at two scales, exp(log_scale ∓ δ) (a fixed scale mixture, part of g), and
+    log_scale moves towards the one whose proposals were accepted more often.
+    """
+    prob = infos.acceptance_prob.reshape(-1)
+    up = infos.scale_index.reshape(-1) == 1
+    a_up = jnp.sum(jnp.where(up, prob, 0.0)) / jnp.maximum(jnp.sum(up), 1)
+    a_dn = jnp.sum(jnp.where(up, 0.0, prob)) / jnp.maximum(jnp.sum(~up), 1)
+    step = jnp.clip((a_up - a_dn) / (a_up + a_dn + 1e-3), -1.0, 1.0) * jnp.log(params.scale_spread)
+    return jnp.clip(log_scale + params.adapt_rate * step, *_LOG_SCALE_BOUNDS)
+
+
 def update(key, state: State, x: Array, config: Config = Config()) -> tuple[State, Info]:
     """Learn one observation (module docstring, steps 1–7).
 
@@ -427,7 +281,7 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     Returns:
       ``(new_state, Info)``.
     """
-    n_steps, n_chains, df, history_policy = config.n_steps, config.n_chains, config.df, config.history_policy
+    history_policy = config.history_policy
     p, d = state.centers.shape
     check_point(x, d)
     x = jnp.asarray(x, state.centers.dtype)
@@ -449,23 +303,9 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     hist_loss = jnp.where(first & (state.n_stored == 0), 0.0, part_loss)
     st = _insert(k_ins, state._replace(origin=origin, radius=radius), x, hist_loss, history_policy)
     tgt = round_target(st, config)
-    chain0 = K.init(st.centers, st.n_clusters, tgt.logdensity_fn, tgt.family, df)
-    if config.estimate == "mean":
-        run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df, path_mean=True)
-        finals, infos, means = jax.vmap(run)(jax.random.split(k_chain, n_chains))
-        finals = finals._replace(centers=means)
-    else:
-        run = lambda k: K.sample_chain(k, chain0, tgt.logdensity_fn, tgt.family, n_steps, df)
-        finals, infos = jax.vmap(run)(jax.random.split(k_chain, n_chains))
-    # Combination: k̂ = the most frequent final k among the chains (ties: the
-    # smaller), ĉ = the slot-wise mean of the chains' estimates at k̂ (their
-    # last states, or their path means) over the chains that end at k̂ (the
-    # chains share the round's rows, so their slots are aligned).
-    counts_k = jnp.sum(finals.n_clusters[:, None] == finals.n_clusters[None, :], axis=1)
-    best = jnp.max(counts_k)
-    k_new = jnp.min(jnp.where(counts_k == best, finals.n_clusters, p + 1))
-    sel = (finals.n_clusters == k_new).astype(x.dtype)
-    centers_new = _ops.einsum("c,cpd->pd", sel, finals.centers) / jnp.sum(sel)
+    finals, infos = _chains(k_chain, K.init(st.centers, st.n_clusters, tgt.logdensity_fn, tgt.family, config.df),
+                            tgt, config)
+    k_new, centers_new = _combine(finals, p)
     # One point so far (or all points equal): no spread to measure, so no λ;
     # the partition is that point (the limit of the quasi-posterior as λ grows).
     trivial = (effective_count(st, history_policy)[0] <= 1) | (st.radius <= 0)
@@ -480,18 +320,7 @@ def update(key, state: State, x: Array, config: Config = Config()) -> tuple[Stat
     k_probs = jnp.mean((infos.n_clusters.reshape(-1)[:, None] == jnp.arange(1, p + 1)[None, :])
                        .astype(dtype), axis=0)
     acc = jnp.mean(infos.is_accepted.astype(dtype))
-    # Acceptance of an independence sampler is not monotone in the scale, so a
-    # target-acceptance (Robbins–Monro) rule collapses the scale when the best
-    # acceptance is below the target. Each round proposes at two scales,
-    # exp(log_scale ∓ δ) (a fixed scale mixture, part of g), and log_scale moves
-    # towards the one whose proposals were accepted more often.
-    prob = infos.acceptance_prob.reshape(-1)
-    up = infos.scale_index.reshape(-1) == 1
-    a_up = jnp.sum(jnp.where(up, prob, 0.0)) / jnp.maximum(jnp.sum(up), 1)
-    a_dn = jnp.sum(jnp.where(up, 0.0, prob)) / jnp.maximum(jnp.sum(~up), 1)
-    step = jnp.clip((a_up - a_dn) / (a_up + a_dn + 1e-3), -1.0, 1.0) * jnp.log(params.scale_spread)
-    log_scale = jnp.clip(st.log_scale + params.adapt_rate * step, *_LOG_SCALE_BOUNDS)
-    log_scale = jnp.where(trivial, st.log_scale, log_scale)
+    log_scale = jnp.where(trivial, st.log_scale, _adapted_log_scale(st.log_scale, infos, params))
     new_state = st._replace(centers=centers_new, n_clusters=k_new, ids=ids, next_id=next_id,
                             log_scale=log_scale,
                             k_probs=k_probs)
