@@ -35,7 +35,7 @@ from jax import lax
 
 from ._caches import cached
 from ._checks import PARAM_RANGES, check_params, check_points, host_array, is_concrete
-from ._loops import static_if_differentiated, static_trip_counts_enabled
+from ._loops import reverse_ready, static_if_differentiated, static_trip_counts_enabled
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -120,12 +120,16 @@ def _validated_build(build, config, default_params, kwargs: dict) -> "StreamLear
 
 
 def _checked_init(init, name: str):
+    differentiable = reverse_ready(init, init)  # jax.grad(jax.jit(f)) of an f that calls init
+
     @functools.wraps(init)
     def init_(key, x_init, params=None):
         if params is not None:
             check_params(name, params)
         with static_if_differentiated(x_init, params):
-            return init(key, x_init, params)
+            if static_trip_counts_enabled():
+                return init(key, x_init, params)
+            return differentiable(key, x_init, params)
 
     return init_
 
@@ -285,7 +289,17 @@ def _compiled_scan(update, trace_fn, all_valid: bool, masked: bool, batched: boo
     cache their kernels), so calling `run_stream` again, on other data of the
     same shape, reuses the compiled program instead of compiling a new scan.
     """
-    return _compiled_scan_for(update, trace_fn, all_valid, masked, batched, static_trip_counts_enabled())
+    if static_trip_counts_enabled():
+        return _compiled_scan_for(update, trace_fn, all_valid, masked, batched, True)
+    return _reverse_ready_scan(update, trace_fn, all_valid, masked, batched)
+
+
+@cached(4)
+def _reverse_ready_scan(update, trace_fn, all_valid: bool, masked: bool, batched: bool):
+    """The fast driver (dynamic loops), differentiated through the static one (`_loops.reverse_ready`):
+    so ``jax.grad(jax.jit(f))`` of a function that runs a stream works too."""
+    return reverse_ready(_compiled_scan_for(update, trace_fn, all_valid, masked, batched, False),
+                         _compiled_scan_for(update, trace_fn, all_valid, masked, batched, True))
 
 
 @cached(4)

@@ -12,9 +12,11 @@ instead: the static maximum number of iterations, each guarded by a
 reverse mode differentiates). The values are the same; for one stream the
 skipped iterations cost a branch each; under `vmap` the guard becomes a
 select and every iteration runs. `jaxstream.differentiable.stream_loss`
-traces the learner inside this context, and `run_stream` and the learners'
-``init`` enter it when their inputs are being differentiated, so ``jax.grad``
-works through every learner; undifferentiated runs keep the dynamic form.
+traces the learner inside this context; `run_stream` and the learners'
+``init`` enter it when their inputs are being differentiated, and are
+differentiated through their static form when a jitted caller is
+(`reverse_ready`), so ``jax.grad`` works through every learner;
+undifferentiated runs keep the dynamic form.
 
 The flag is read when a function is traced: a function jitted (and cached)
 before keeps the form it was traced with, so a jitted helper that contains
@@ -29,7 +31,7 @@ from typing import Callable
 import jax
 from jax import lax
 
-__all__ = ["static_trip_counts", "static_trip_counts_enabled", "fori_upto"]
+__all__ = ["static_trip_counts", "static_trip_counts_enabled", "fori_upto", "reverse_ready"]
 
 _state = threading.local()
 
@@ -66,11 +68,40 @@ def static_if_differentiated(*trees):
     context: so ``jax.grad`` through `run_stream` or ``init`` needs no context of its own.
 
     (A function jitted before ``jax.grad`` is applied to it, ``jax.grad(jax.jit(f))``, is traced
-    without autodiff tracers; there, `static_trip_counts` must be entered by the caller.)
+    without autodiff tracers; there `reverse_ready` takes over.)
     """
     if static_trip_counts_enabled() or not any(_differentiated(x) for x in jax.tree_util.tree_leaves(trees)):
         return contextlib.nullcontext()
     return static_trip_counts()
+
+
+def reverse_ready(fast: Callable, static: Callable) -> Callable:
+    """``fast``, differentiated through ``static``, traced inside `static_trip_counts()`.
+
+    ``fast`` and ``static`` compute the same function: ``static`` (a function that reads the
+    flag when traced) in its static form. The result calls ``fast`` when nothing differentiates
+    it; any JVP of it (``jax.jvp``, and ``jax.grad``, which linearises through the JVP) is
+    ``static``'s, whose loops reverse mode can transpose. This covers what
+    `static_if_differentiated` cannot see: ``jax.grad(jax.jit(f))`` traces ``f`` without autodiff
+    tracers, and differentiates the traced program afterwards. Positional arguments only.
+    """
+    @jax.custom_jvp
+    def run(*args):
+        return fast(*args)
+
+    @run.defjvp
+    def _jvp(primals, tangents):
+        with static_trip_counts():
+            return jax.jvp(static, primals, tangents)
+
+    def call(*args):
+        # Concrete arguments: nothing can differentiate the call (and the rule would move host
+        # arrays to the device before `fast`'s checks on the host).
+        if not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(args)):
+            return fast(*args)
+        return run(*args)
+
+    return call
 
 
 def fori_upto(n, n_max: int, body: Callable, init):

@@ -7,7 +7,7 @@ import pytest
 
 import jaxstream as js
 from jaxstream._batching import rare
-from jaxstream._loops import fori_upto, static_trip_counts, static_trip_counts_enabled
+from jaxstream._loops import fori_upto, reverse_ready, static_trip_counts, static_trip_counts_enabled
 
 
 def _power_sum(x, n):
@@ -25,6 +25,34 @@ def test_fori_upto_static_form_same_values_and_reverse_differentiable(n):
     chex.assert_trees_all_close(static, dynamic)
     np.testing.assert_allclose(float(static), sum(1.3 ** (i + 1) for i in range(n)), rtol=1e-6)
     np.testing.assert_allclose(float(g), sum((i + 1) * 1.3 ** i for i in range(n)), rtol=1e-5)
+
+
+def test_reverse_ready_differentiates_a_jitted_caller_through_the_static_form():
+    """grad(jit(f)) traces f before anything differentiates it: `reverse_ready` takes the JVP of the
+    static form there (the dynamic one raises), and calls the fast function alone on concrete input."""
+    calls = []
+
+    def fast(x, n):
+        calls.append("fast")
+        return jax.jit(_power_sum)(x, n)
+
+    def static(x, n):
+        assert static_trip_counts_enabled()
+        return _power_sum(x, n)
+
+    f = reverse_ready(fast, static)
+    x = jnp.asarray(1.3)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.grad(jax.jit(lambda x: fast(x, 3)))(x)
+    for n in (0, 3, 5):
+        g = jax.grad(jax.jit(lambda x: f(x, n)))(x)
+        np.testing.assert_allclose(float(g), sum((i + 1) * 1.3 ** i for i in range(n)), rtol=1e-5)
+        _, t = jax.jvp(lambda x: f(x, n), (x,), (jnp.ones_like(x),))
+        np.testing.assert_allclose(float(t), float(g), rtol=1e-6)
+    calls.clear()
+    np.testing.assert_allclose(float(f(x, 3)), 1.3 + 1.3 ** 2 + 1.3 ** 3, rtol=1e-6)
+    assert calls == ["fast"]
+    assert not static_trip_counts_enabled()
 
 
 def test_dynamic_form_is_not_reverse_differentiable_and_flag_does_not_leak():
