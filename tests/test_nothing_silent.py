@@ -231,6 +231,37 @@ def test_slpc_capacities_beyond_the_devices_memory_are_refused_at_once(monkeypat
         js.slpc(50, 200)
 
 
+@pytest.mark.parametrize("V,H,d", [(50, 1024, 2), (10, 2048, 10), (50, 512, 40)])
+def test_slpc_round_bytes_cover_the_compiled_round(V, H, d):
+    """The bytes slpc's init checks against the device's memory cover what XLA allocates for one
+    round (arguments, outputs and temporaries, from the compiled program's memory analysis), and
+    overstate it by less than half."""
+    from jaxstream.curves.learner import round_bytes
+    x = np.random.default_rng(d).normal(size=(30, d)).astype(np.float32)
+    learner = js.slpc(V, H, init="pca")
+    s = learner.init(jax.random.key(0), x[:20])
+    m = jax.jit(learner.update).lower(jax.random.key(1), s, x[20]).compile().memory_analysis()
+    real = m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+    est = round_bytes(jnp.asarray(x[:20]), learner.params, learner.config)
+    assert real <= est <= 1.5 * real, (real, est)
+
+
+def test_slpc_init_refuses_a_round_beyond_the_devices_memory(monkeypatch):
+    """The factory counts the distance cache alone (it does not know d); `init` counts the round:
+    the state in and out and its temporaries. Exactly enough passes, one byte less is refused."""
+    from jaxstream.curves.learner import round_bytes
+    x = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    learner = js.slpc(20, 256, init="pca")
+    need = round_bytes(jnp.asarray(x), learner.params, learner.config)
+    assert need > 4 * 20 * 257  # more than the cache the factory counted
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need)
+    learner.init(jax.random.key(0), x)
+    monkeypatch.setattr(_checks, "memory_limit", lambda: need - 1)
+    with pytest.raises(ValueError, match=r"slpc's round \(max_segments=20, history_size=256, d=3: .* needs "
+                                         r".* GiB, more than this device's memory .*; lower history_size"):
+        learner.init(jax.random.key(0), x)
+
+
 def _stored_bytes(state):
     """Bytes of a real state's arrays (key arrays by their key data)."""
     def raw(a):
