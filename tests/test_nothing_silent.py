@@ -262,6 +262,20 @@ def test_slpc_init_refuses_a_round_beyond_the_devices_memory(monkeypatch):
         learner.init(jax.random.key(0), x)
 
 
+@pytest.mark.parametrize("p,H,C,d", [(50, 1024, 1, 2), (10, 2048, 4, 2), (20, 512, 2, 10), (6, 64, 1, 3)])
+def test_pacbo_round_bytes_cover_the_compiled_round(p, H, C, d):
+    """PACBO's estimate of a round's bytes covers what XLA allocates for it (arguments, outputs,
+    temporaries: the compiled program's memory analysis) and overstates it by less than half."""
+    from jaxstream.clustering.pacbo import round_bytes
+    x = np.random.default_rng(d).normal(size=(30, d)).astype(np.float32)
+    learner = js.pacbo(p, H, 50, n_chains=C)
+    s = learner.init(jax.random.key(0), x[:20])
+    m = jax.jit(learner.update).lower(jax.random.key(1), s, x[20]).compile().memory_analysis()
+    real = m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+    est = round_bytes(jax.random.key(0), jnp.asarray(x[:20]), learner.params, learner.config)
+    assert real <= est <= 1.5 * real, (real, est)
+
+
 def _stored_bytes(state):
     """Bytes of a real state's arrays (key arrays by their key data)."""
     def raw(a):
@@ -271,13 +285,16 @@ def _stored_bytes(state):
 
 def test_a_pacbo_state_the_device_cannot_hold_is_refused(monkeypatch):
     """PACBO's history is sized at init (it needs d): 2·10⁹ rows are refused there, naming the
-    capacities, instead of an init that allocates for minutes; the bound is the state's bytes."""
+    capacities, instead of an init that allocates for minutes; the bound is a round's bytes (the
+    state in and out, at least twice a real state's bytes, and the temporaries)."""
+    from jaxstream.clustering.pacbo import round_bytes
     x = np.random.default_rng(0).normal(size=(30, 2)).astype(np.float32)
-    with pytest.raises(ValueError, match=r"PACBO's state \(history_size=2000000000, max_clusters=50, n_chains=1, "
-                                         r"d=2\) needs [\d.]+ GiB, more than this device's memory"):
+    with pytest.raises(ValueError, match=r"PACBO's round \(history_size=2000000000, max_clusters=50, n_chains=1, "
+                                         r"d=2: .*\) needs [\d.,]+ GiB, more than this device's memory"):
         js.pacbo(history_size=2_000_000_000).init(jax.random.key(0), x)
     L = js.pacbo(max_clusters=6, history_size=64)
-    need = _stored_bytes(L.init(jax.random.key(0), x))
+    need = round_bytes(jax.random.key(0), jnp.asarray(x), L.params, L.config)
+    assert need > 2 * _stored_bytes(L.init(jax.random.key(0), x))
     monkeypatch.setattr(_checks, "memory_limit", lambda: need)
     L.init(jax.random.key(0), x)
     monkeypatch.setattr(_checks, "memory_limit", lambda: need - 1)

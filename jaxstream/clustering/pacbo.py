@@ -133,10 +133,21 @@ def init(key, x_init, params: Optional[Params] = None, config: Config = Config()
             raise ValueError(f"radius must be a positive finite number (or None to learn it); got {r}")
         if is_concrete(x_init):
             check_radius(x_init, r, "x_init")
-    check_bytes_fit(tree_nbytes(jax.eval_shape(functools.partial(_initial, config=config), key, x_init, params)),
-                    f"PACBO's state (history_size={config.history_size}, max_clusters={config.max_clusters}, "
-                    f"n_chains={config.n_chains}, d={x_init.shape[-1]})", "lower history_size")
+    check_bytes_fit(round_bytes(key, x_init, params, config),
+                    f"PACBO's round (history_size={config.history_size}, max_clusters={config.max_clusters}, "
+                    f"n_chains={config.n_chains}, d={x_init.shape[-1]}: its state in and out and its temporaries)",
+                    "lower history_size")
     return _initial(key, x_init, params, config)._replace(params=params)  # the caller's leaves, as cast
+
+
+def round_bytes(key, x_init, params: Params, config: Config) -> int:
+    """Bytes one round needs: the state read and the state written (exact) and the round's
+    temporaries, (64 + 2·p + 4·d + 24·n_chains) values per history row and 32·p·d·n_chains + 4096
+    more (fitted to XLA:CPU's memory analysis; ``tests/test_nothing_silent.py`` checks it)."""
+    state = tree_nbytes(jax.eval_shape(functools.partial(_initial, config=config), key, x_init, params))
+    p, C, d = config.max_clusters, config.n_chains, x_init.shape[-1]
+    temp = (64 + 2 * p + 4 * d + 24 * C) * config.history_size + 32 * p * d * C + 4096
+    return 2 * state + temp * np.dtype(x_init.dtype).itemsize
 
 
 # One program, not JAX's op-by-op dispatch (which compiled each operation on its first call).
