@@ -55,37 +55,67 @@ class _Progress:
         print(file=sys.stderr, flush=True)
 
 
-def _save_checkpoint(path, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream):
-    """One atomic file: the state, the progress (metadata, with the digest `stream` of the rows
-    learned) and, with kept losses, the losses so far (`checkpoint.save`'s ``arrays``), so a kill
-    at any instant leaves the previous or the next set."""
+class _Job(NamedTuple):
+    """A run of `run_stream_chunked`: its learner, key and options, fixed from its start."""
+
+    learner: StreamLearner
+    key: PRNGKey
+    chunk_size: int
+    keep_losses: bool
+    nonfinite: str
+    progress: bool
+    prefetch: int
+    checkpoint: Optional[str]
+    checkpoint_every: int
+    resume: bool
+    on_chunk: Optional[Callable]
+
+
+class _Done(NamedTuple):
+    """How far a run got: the state after its last complete chunk, the rows it learned (``n_done``,
+    of which ``n_valid`` finite), their cumulative loss and the digest of those rows (None without
+    a checkpoint). A run replaces it in one assignment, once a chunk is complete."""
+
+    state: State
+    n_done: int
+    n_valid: int
+    total: float
+    stream: Optional[str]
+
+
+def _save_checkpoint(job: _Job, done: _Done, kept) -> None:
+    """One atomic file: the state, the progress (metadata, with the digest of the rows learned)
+    and, with kept losses, the losses so far (`checkpoint.save`'s ``arrays``), so a kill at any
+    instant leaves the previous or the next set."""
     from . import checkpoint
-    meta = dict(n_done=n_done, n_valid=n_valid, cumulative_loss=total, key=_key_fingerprint(key),
-                keep_losses=kept is not None, chunk_size=chunk_size, stream_blake2b=stream)
+    meta = dict(n_done=done.n_done, n_valid=done.n_valid, cumulative_loss=done.total, key=_key_fingerprint(job.key),
+                keep_losses=kept is not None, chunk_size=job.chunk_size, stream_blake2b=done.stream)
     arrays = None
     if kept is not None:
         arrays = dict(losses=np.concatenate(kept) if kept else np.zeros(0, np.float32))
-    checkpoint.save(path, learner, state, metadata=meta, arrays=arrays, allow_missing_config=learner.config is None)
+    checkpoint.save(job.checkpoint, job.learner, done.state, metadata=meta, arrays=arrays,
+                    allow_missing_config=job.learner.config is None)
 
 
-def _resume(path, learner, key, keep_losses, chunk_size):
-    """``(state, n_done, n_valid, total, kept, stream)`` from a checkpoint written by
-    `run_stream_chunked` (`stream`: the digest of the rows it learned; None before 0.4.6)."""
+def _resume(job: _Job):
+    """``(done, kept, stream)`` from the checkpoint a run of `run_stream_chunked` wrote (`stream`:
+    the digest of the rows it learned; None before 0.4.6)."""
     from . import checkpoint as ckpt
+    path, learner = job.checkpoint, job.learner
     state, meta, arrays = ckpt.load_with_arrays(path, learner, allow_missing_config=learner.config is None)
     if "n_done" not in meta or "key" not in meta:
         raise ValueError(f"{path} is a jaxstream checkpoint but not one written by run_stream_chunked "
                          "(its metadata has no progress)")
-    if meta.get("key") != _key_fingerprint(key):
+    if meta.get("key") != _key_fingerprint(job.key):
         raise ValueError(f"{path} was written for another key")
-    if meta.get("keep_losses") != keep_losses:
+    if meta.get("keep_losses") != job.keep_losses:
         raise ValueError(f"{path} was written with keep_losses={meta.get('keep_losses')}")
-    if meta.get("chunk_size") != chunk_size:
+    if meta.get("chunk_size") != job.chunk_size:
         raise ValueError(f"{path} was written with chunk_size={meta.get('chunk_size')}: resume with "
                          "the same chunk size")
     n_done, n_valid, total = int(meta["n_done"]), int(meta["n_valid"]), float(meta["cumulative_loss"])
     kept = None
-    if keep_losses:
+    if job.keep_losses:
         losses = arrays.get("losses")
         legacy = f"{path}.losses.npy"
         if losses is None and os.path.exists(legacy):  # a checkpoint from before the losses moved into it
@@ -95,7 +125,8 @@ def _resume(path, learner, key, keep_losses, chunk_size):
             raise ValueError(f"{path} holds the state after {n_done} rows but losses for {got}; the kept losses "
                              "cannot be restored: resume with keep_losses=False or start again")
         kept = [np.asarray(losses)]
-    return state, n_done, n_valid, total, kept, meta.get("stream_blake2b")
+    stream = meta.get("stream_blake2b")
+    return _Done(state, n_done, n_valid, total, stream), kept, stream
 
 
 def _key_fingerprint(key) -> list:
@@ -103,24 +134,24 @@ def _key_fingerprint(key) -> list:
     return np.asarray(kd).ravel().tolist()
 
 
-def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint, saved_at,
-                     saving, start, stream):
+def _attach_progress(err, job: _Job, done: _Done, kept, saved_at: int, saving: bool, start: float) -> None:
     """On an error mid-stream (the source raised, a chunk was refused, a callback or Ctrl-C): save the
     progress so far to the checkpoint (when there is one and it is behind) and attach it to the error,
     so nothing learned is lost and the caller knows exactly how far the run got."""
+    n_done, checkpoint = done.n_done, job.checkpoint
     if kept is not None:
         kept[:] = [np.concatenate(kept)[:n_done]] if kept else []
     losses = (kept[0] if kept else np.zeros(0)) if kept is not None else None
     try:
-        err.jaxstream_state = state
-        err.jaxstream_result = ChunkedResult(n_valid, total, losses, time.perf_counter() - start)
+        err.jaxstream_state = done.state
+        err.jaxstream_result = ChunkedResult(done.n_valid, done.total, losses, time.perf_counter() - start)
     except AttributeError:  # an exception type that takes no attributes: the note and the checkpoint remain
         pass
     where = ""
     if checkpoint is not None:
         if n_done != saved_at and not saving:
             try:
-                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
+                _save_checkpoint(job, done, kept)
                 saved_at = n_done
             except Exception as save_err:  # the original error matters more
                 where = f"; saving that state to {checkpoint} failed too ({save_err})"
@@ -134,6 +165,7 @@ def _attach_progress(err, learner, state, key, n_done, n_valid, total, kept, chu
         err.add_note(note)
 
 
+# Wide signature: a public driver's keyword options, each documented.
 def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *,
                        chunk_size: int = 4096, keep_losses: bool = False, nonfinite: str = "raise",
                        progress: bool = False, prefetch: int = 2,
@@ -218,16 +250,14 @@ def run_stream_chunked(learner: StreamLearner, key: PRNGKey, xs, state: State, *
         raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {nonfinite!r}")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint=<path>")
-    run_full = _compiled_scan(learner.update, _trace_loss, True, False, False)
-    run_masked = _compiled_scan(learner.update, _trace_loss, False, True, False)
+    job = _Job(learner, key, chunk_size, keep_losses, nonfinite, progress, prefetch, checkpoint, checkpoint_every,
+               resume, on_chunk)
     if checkpoint is None:
-        return _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite,
-                           progress, prefetch, None, checkpoint_every, resume, on_chunk)
+        return _run_chunks(job, xs, state)
     from . import checkpoint as ckpt
     with ckpt.lock(checkpoint):  # one writer per checkpoint: a second job is refused, not interleaved
         ckpt._remove_temporaries(checkpoint)  # left by a process killed inside a save
-        return _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite,
-                           progress, prefetch, checkpoint, checkpoint_every, resume, on_chunk)
+        return _run_chunks(job, xs, state)
 
 
 def _prepared(xs, chunk_size, n_done, hasher, expected, nonfinite):
@@ -250,58 +280,53 @@ def _prepared(xs, chunk_size, n_done, hasher, expected, nonfinite):
         yield chunk, valid, n, digest
 
 
-def _run_chunks(learner, key, xs, state, run_full, run_masked, chunk_size, keep_losses, nonfinite, progress,
-                prefetch, checkpoint, checkpoint_every, resume, on_chunk):
+def _run_chunks(job: _Job, xs, state):
     """`run_stream_chunked`'s loop, once its arguments are checked and the checkpoint is locked."""
     start = time.perf_counter()
-    n_done, n_valid, total = 0, 0, 0.0
-    kept = [] if keep_losses else None
+    run_full = _compiled_scan(job.learner.update, _trace_loss, True, False, False)
+    run_masked = _compiled_scan(job.learner.update, _trace_loss, False, True, False)
+    hasher = _RowHash() if job.checkpoint is not None else None
+    # `stream`: the digest of the rows learned so far
+    done = _Done(state, 0, 0, 0.0, hasher.hexdigest() if hasher is not None else None)
+    kept = [] if job.keep_losses else None
     expected = None
-    if resume and os.path.exists(checkpoint):
-        state, n_done, n_valid, total, kept, expected = _resume(checkpoint, learner, key, keep_losses, chunk_size)
-    saved_at = n_done
-    hasher = _RowHash() if checkpoint is not None else None
-    stream = hasher.hexdigest() if hasher is not None else None  # the digest of the rows learned so far
-
-    gen = _prepared(xs, chunk_size, n_done, hasher, expected, nonfinite)
-    chunks = _Prefetcher(gen, prefetch) if prefetch > 0 else gen
-    bar = _Progress(_n_rows(xs), n_done) if progress else None
+    if job.resume and os.path.exists(job.checkpoint):
+        done, kept, expected = _resume(job)
+    saved_at = done.n_done
+    gen = _prepared(xs, job.chunk_size, done.n_done, hasher, expected, job.nonfinite)
+    chunks = _Prefetcher(gen, job.prefetch) if job.prefetch > 0 else gen
+    bar = _Progress(_n_rows(xs), done.n_done) if job.progress else None
     n_chunks = 0
     saving = False
     try:
         for chunk, valid, n, digest in chunks:
-            if valid is None:
-                new_state, losses = run_full(key, chunk, state, None, n_done)
-            else:
-                new_state, losses = run_masked(key, chunk, state, valid, n_done)
+            run = run_full if valid is None else run_masked
+            new_state, losses = run(job.key, chunk, done.state, valid, done.n_done)
             losses = np.asarray(losses)[:n]  # waits for this chunk; the reader is already on the next
-            new_total = total + float(losses.astype(np.float64).sum())
-            new_valid = n_valid + (n if valid is None else int(valid[:n].sum()))
-            if keep_losses:
+            if kept is not None:
                 kept.append(losses)  # trimmed to n_done should an interrupt fall before the next line
             # the run's progress moves in one statement, once the chunk is complete
-            state, n_done, n_chunks, total, n_valid, stream = (new_state, n_done + n, n_chunks + 1, new_total,
-                                                               new_valid, digest)
-            if checkpoint is not None and n_chunks % checkpoint_every == 0:
+            done, n_chunks = _Done(new_state, done.n_done + n, done.n_valid + (n if valid is None else int(valid[:n].sum())),
+                                   done.total + float(losses.astype(np.float64).sum()), digest), n_chunks + 1
+            if job.checkpoint is not None and n_chunks % job.checkpoint_every == 0:
                 saving = True
-                _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
-                saving, saved_at = False, n_done
-            if on_chunk is not None:
-                on_chunk(n_done, state, losses)
+                _save_checkpoint(job, done, kept)
+                saving, saved_at = False, done.n_done
+            if job.on_chunk is not None:
+                job.on_chunk(done.n_done, done.state, losses)
             if bar is not None:
-                bar.update(n_done, total)
+                bar.update(done.n_done, done.total)
     except StreamMismatch:
         raise  # nothing was learned from this stream: no progress to save or attach
     except BaseException as e:
-        _attach_progress(e, learner, state, key, n_done, n_valid, total, kept, chunk_size, checkpoint,
-                         saved_at, saving, start, stream)
+        _attach_progress(e, job, done, kept, saved_at, saving, start)
         raise
     finally:
         if isinstance(chunks, _Prefetcher):
             chunks.close()
         if bar is not None:
             bar.close()
-    if checkpoint is not None and (n_done != saved_at or not os.path.exists(checkpoint)):
-        _save_checkpoint(checkpoint, learner, state, key, n_done, n_valid, total, kept, chunk_size, stream)
-    losses = np.concatenate(kept) if keep_losses and kept else (np.zeros(0) if keep_losses else None)
-    return state, ChunkedResult(n_valid, total, losses, time.perf_counter() - start)
+    if job.checkpoint is not None and (done.n_done != saved_at or not os.path.exists(job.checkpoint)):
+        _save_checkpoint(job, done, kept)
+    losses = np.concatenate(kept) if kept else (np.zeros(0) if kept is not None else None)
+    return done.state, ChunkedResult(done.n_valid, done.total, losses, time.perf_counter() - start)
