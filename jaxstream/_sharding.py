@@ -190,6 +190,7 @@ def init_streams(learner: StreamLearner, keys: PRNGKey, x_inits, params=None, *,
         return _init_streams(learner, keys, x_inits, params, in_axes, devs, x_init_batched, params_batched, gather)
 
 
+# Wide signature: init_streams' checked arguments and the devices' layout.
 def _init_streams(learner, keys, x_inits, params, in_axes, devs, x_init_batched, params_batched, gather):
     static = static_trip_counts_enabled()
     kd, impl = _key_parts(keys)
@@ -227,6 +228,7 @@ def _replicate(tree, repl):
     return jax.tree_util.tree_map(put, tree)
 
 
+# Wide signature: a public driver's keyword options, each documented.
 def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
                 mask=None, trace: Union[str, TraceFn, None] = "loss",
                 nonfinite: str = "raise", step_offset=0, devices: Devices = None, gather: bool = True):
@@ -298,6 +300,7 @@ def run_streams(learner: StreamLearner, keys: PRNGKey, xs, states: State, *,
         return _run_streams(learner, keys, xs, states, mask, trace_fn, all_valid, devs, B, step_offset, gather)
 
 
+# Wide signature: run_streams' checked arguments and the devices' layout.
 def _run_streams(learner, keys, xs, states, mask, trace_fn, all_valid, devs, B, step_offset, gather):
     if len(devs) == 1 and jax.process_count() == 1:
         run = _compiled_scan(learner.update, trace_fn, all_valid, mask is not None, True)

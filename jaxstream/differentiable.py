@@ -178,6 +178,7 @@ def log_bounds(learner: StreamLearner, names: Sequence[str]) -> tuple:
     return tuple(out)
 
 
+# Wide signature: a public driver's keyword options, each documented.
 def smoothed_grad(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
                   sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20,
                   penalty: Callable | None = None) -> GradEstimate:
@@ -257,6 +258,7 @@ def _call_at(penalty, i, state):
     return penalty(state, i)
 
 
+# Wide signature: a public driver's keyword options, each documented.
 def expected_loss(learner: StreamLearner, key, streams: Array, params, names: tuple, log_theta: Array, *,
                   sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20, penalty: Callable | None = None) -> Array:
     """The smoothed expected loss J_σ(θ) as a function whose derivative is `smoothed_grad`'s estimate.
@@ -309,6 +311,7 @@ class TuneResult(NamedTuple):
     loss_se: Array
 
 
+# Wide signature: a public driver's keyword options, each documented.
 def tune(learner: StreamLearner, key, streams, names: Sequence[str], *, params=None, optimizer=None,
          steps: int = 20, sigma: float = 0.2, n_pairs: int = 16, n_init: int = 20,
          penalty: Callable | None = None) -> TuneResult:

@@ -148,6 +148,7 @@ def _ranked(cl: Array, index: Array, p: int):
     return order, cl_s, idx_s, from_newest, count
 
 
+# Wide signature: the history's arrays and the round's partition, as PACBO's state holds them.
 def drift_statistics(history: Array, mask: Array, index: Array, centers: Array, n_clusters, recent: int,
                      noise_var, threshold, trail_quantile, continuity: float = 1.3) -> DriftTest:
     """Per-cluster tests of movement: a linear trend of position in arrival time, and trails.
@@ -322,6 +323,7 @@ def _hinge(history: Array, mask: Array, index: Array, assign: Array, p: int) -> 
     return best
 
 
+# Wide signature: the history's arrays and the round's partition, as PACBO's state holds them.
 def track_moved(history: Array, velocity: Array, mask: Array, index: Array, centers: Array, n_clusters, level,
                 recent: int, noise_var, born=None) -> tuple[Array, Array, Array, Array]:
     """Move the points of every cluster whose points moved in time along with it (module docstring, "Tracking").

@@ -230,6 +230,7 @@ def _n_blocks(k, p: int, blk: int):
     return (jnp.clip(jnp.max(k), 1, p) + blk - 1) // blk
 
 
+# Wide signature: one block of the proposal's draws, inside the jitted loop over blocks.
 def _block(b, i0, means, scales, r, k, f, noise_words, blk: int):
     """Block b of slots of the proposals i0 … i0 + m − 1 (their scalars r, k, f of shape (m,)):
     centres (m, blk, d) (zeros on inactive slots), the noise's Σ z² over the active slots (m,),
@@ -460,6 +461,7 @@ def _accept(k_u, ld: Array, lg: Array, state: ChainState):
     return w, idx, acc, prob, jnp.maximum(last, 0), last >= 0
 
 
+# Wide signature: a chain step's carry and its proposal, unpacked inside the jitted loop.
 def _chain_end(state: ChainState, c_pick, k, ld, w, idx, acc, prob, pick, moved, u):
     """The chain's final state (the picked proposal, whose centres are ``c_pick``, if it moved) and its
     `ChainInfo`, from `_accept`'s outputs; shared by the dense and the blocked chain."""

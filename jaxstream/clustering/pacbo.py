@@ -364,6 +364,7 @@ PRESETS = {
 """Named configurations of `pacbo` (``preset=``): keyword arguments that explicit ones override."""
 
 
+# Wide signature: the factory's static options, each documented; numeric ones go to **param_overrides.
 def pacbo(max_clusters: int = 50, history_size: int = 256, n_steps: int = 500, *, n_chains: int = 1,
           radius: Optional[float] = None, kmeans_iters: int = 5, history_policy: str = "reservoir",
           df: int = 3, estimate: Optional[str] = None, preset: Optional[str] = None,

@@ -331,6 +331,7 @@ class LogTarget(BlockwiseLogDensity):
     (M, p, d) tensor.
     """
 
+    # Wide signature: the target's arrays and constants, the fields of a pytree.
     def __init__(self, points, point_mask, predicted_loss, lambda2, weight, lam, ball_center, ball_radius,
                  eta, count_labellings: bool = False):
         self.points_t = points.T
@@ -367,6 +368,7 @@ class LogTarget(BlockwiseLogDensity):
         return lt + gammaln(k + 1.0) if self.count_labellings else lt
 
 
+# Wide signature: the target's arrays and constants, as `QuasiPosterior` holds them.
 def log_target_fn(points: Array, point_mask: Array, predicted_loss: Array, lambda2: Array, weight,
                   lam, ball_center: Array, ball_radius, eta,
                   count_labellings: bool = False) -> LogTarget:

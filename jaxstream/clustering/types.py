@@ -130,6 +130,7 @@ class Params(NamedTuple):
     provisional_level: Array
 
 
+# Wide signature: one keyword per hyper-parameter of `Params`.
 def default_params(radius: Optional[float] = None, *, lambda_scale: float = 10.0,
                    lambda_power: float = 0.5, lambda2_scale: float = 1.0, prior_scale: float = 1.5,
                    price_scale: float = 2.0, log_n_weight: float = 0.5,

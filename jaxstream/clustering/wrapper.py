@@ -50,6 +50,7 @@ class PACBO(StreamModel):
 
     _estimator_type = "clusterer"
 
+    # Wide signature: scikit-learn's rule: every hyper-parameter is an explicit __init__ argument.
     def __init__(self, radius: Optional[float] = None, *, max_clusters: int = 50, history_size: int = 256,
                  n_steps: int = 500, n_chains: int = 1, kmeans_iters: int = 5, history_policy: str = "reservoir",
                  df: int = 3, estimate: Optional[str] = None, preset: Optional[str] = None,

@@ -164,6 +164,7 @@ class Swaps(NamedTuple):
     new_seg: Array  # (2, G, H+1) distances to the new segments (v_a, v_b) and (v_{a+1}, v_{b+1})
 
 
+# Wide signature: the round's history, line and swap pairs, as `compete` holds them.
 def score_swaps(hx, sm: cache.Smallest, w, verts, nv, length, a, b, ok) -> Swaps:
     """2-opt inside the line, for each pair (a, b) (G,) of segments (dense).
 

@@ -182,6 +182,7 @@ def arc_weights(seg, tpar, valid, w, verts, nv):
     return along * share[seg]
 
 
+# Wide signature: the history's sorted and stored residuals, as the round holds them.
 def noise_level(sorted_e, sorted_r, vals_e, vals_r, weights, n, e_x, r_x, use_x, d: int):
     """σ̂²: the per-coordinate noise variance the price is measured in.
 

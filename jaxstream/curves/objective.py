@@ -92,6 +92,7 @@ DEFAULT_DELTA = 0.01
 DEFAULT_OUTLIER_SCALE = 36.0
 
 
+# Wide signature: one keyword per hyper-parameter of `Params`.
 def default_params(*, delta=DEFAULT_DELTA, R=0.0, L=0.0, h_scale=DEFAULT_H_SCALE,
                    length_scale=DEFAULT_LENGTH_SCALE, eta_scale=1.0, z_scale=1.0, epsilon=0.05,
                    outlier_scale=DEFAULT_OUTLIER_SCALE, memory=float("nan"), dtype=None) -> Params:
@@ -164,6 +165,7 @@ def theory_price(n_segments, length, z, t, p: int, d: int, params: Params) -> Ar
     return (params.h_scale * h - params.z_scale * z) / learning_rate(t, p, d, params)
 
 
+# Wide signature: the penalty's terms, each a traced array of the round.
 def price(penalty: str, n_segments, length, z, sigma2, n, p: int, d: int, params: Params, spread=1.0) -> Array:
     """The price minus the perturbation of candidate lines: `noise_price` for
     ``penalty="noise"`` (lengths in units of `spread`, the data's current spread),

@@ -50,6 +50,7 @@ class SLPC(StreamModel):
     see `jaxstream.slpc`).
     """
 
+    # Wide signature: scikit-learn's rule: every hyper-parameter is an explicit __init__ argument.
     def __init__(self, max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0: int = 20,
                  explore_steps: int = 3, init: str = "fit", init_rounds: int = 100, penalty: str = "noise",
                  global_moves: Optional[int] = 8, end_lead: float = 8.0, drift_offset: bool = True,

@@ -93,6 +93,7 @@ def _polyline_at(vertices: np.ndarray, s: np.ndarray) -> np.ndarray:
     return vertices[i] + frac[:, None] * (vertices[i + 1] - vertices[i])
 
 
+# Wide signature: a stream generator's documented shape options.
 def make_route_stream(n: int = 600, n_legs: int = 5, noise: float = 0.1, seed=0, *,
                       heavy_tailed: bool = True, ordered: bool = True, leg_length=(1.0, 3.0),
                       vertices=None, return_truth: bool = False):
@@ -160,6 +161,7 @@ def _there_and_back(length: float, n: int, n_passes: float, rng) -> tuple[np.nda
     return np.where(k % 2 == 0, u, length - u), k
 
 
+# Wide signature: a stream generator's documented shape options.
 def make_commute_stream(n: int = 1000, n_legs: int = 8, n_passes: float = 12.0, noise: float = 0.1, seed=0, *,
                         heavy_tailed: bool = False, ordered: bool = True, pass_offset: float = 0.0,
                         vertices=None, return_truth: bool = False):
@@ -257,6 +259,7 @@ def rounded_rectangle_sqdist(points: np.ndarray, width: float, height: float, co
     return sdf ** 2
 
 
+# Wide signature: a stream generator's documented shape options.
 def make_loop_stream(n: int = 600, n_laps: float = 2.0, noise: float = 0.05, seed=0, *,
                      shape: str = "circle", radius: float = 1.0, width: float = 4.0, height: float = 2.0,
                      corner: float = 0.5, ordered: bool = True, heavy_tailed: bool = False,

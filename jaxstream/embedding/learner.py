@@ -370,6 +370,7 @@ def _build(config: Config, defaults: Params) -> StreamLearner:
     return StreamLearner(init_, update_, predict_, loss_, defaults, config)
 
 
+# Wide signature: the factory's static options, each documented; numeric ones go to **param_kwargs.
 def landmark_mds(max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,

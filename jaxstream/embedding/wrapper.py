@@ -80,6 +80,7 @@ class LandmarkMDS(StreamModel):
       only stored here and checked when the model first learns.
     """
 
+    # Wide signature: scikit-learn's rule: every hyper-parameter is an explicit __init__ argument.
     def __init__(self, max_landmarks: int = 100, *, n_components: int = 2, buffer_size: Optional[int] = None,
                  metric: Metric = None, distances=None, align: bool = False,
                  cache_distances: Optional[bool] = None, eps0: float = 0.0, embed_arrivals: bool = False,
