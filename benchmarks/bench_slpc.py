@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import jaxstream as js
 from _timing import timed
 from jaxstream import datasets, geometry
+from jaxstream._stats import chi2_lower_wh
 
 
 def nearest_past_point(xs, t0=20):
@@ -262,7 +263,7 @@ def noise_estimates(learner, seeds=range(5)):
     noise's true sd: the prequential residuals' (distance to the line before it learned the point) and the
     curve-free one's (distance to the chord of the two nearest recent points), early and at the end."""
     from jaxstream.curves import history
-    q = history.chi2_quantile(1)
+    q = chi2_lower_wh(1, history.NOISE_QUANTILE)
     no = jnp.asarray(False)
 
     def trace(s, x, info):

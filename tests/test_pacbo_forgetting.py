@@ -10,21 +10,34 @@ import pytest
 
 import jaxstream
 from jaxstream.clustering import forgetting as F
+from jaxstream._stats import chi2_lower_wh, chi2_upper, normal_ppf
 from jaxstream.clustering import pacbo as P
 from jaxstream.datasets import make_drifting_clusters_stream
 
 SETTLE, LINE_CAP, REACH, CONTINUITY = F._SETTLE, F._LINE_CAP, F._REACH, 1.3
 
 
-def test_chi2_quantile_against_scipy():
-    """Against scipy's quantile (float32 precision); level 0 is +inf (never fires)."""
+def test_chi2_upper_against_scipy():
+    """Against scipy's quantile (float32 precision); tail 0 is +inf (never fires)."""
     stats = pytest.importorskip("scipy.stats")
     for d in (1, 2, 3, 5, 10):
         for level in (1e-2, 3e-3, 1e-3, 1e-4):
-            got = float(F.chi2_quantile(level, d))
+            got = float(chi2_upper(d, level))
             want = stats.chi2.isf(level, d)
             assert got == pytest.approx(want, rel=1e-4), (d, level)
-    assert float(F.chi2_quantile(0.0, 2)) == math.inf
+    assert float(chi2_upper(2, 0.0)) == math.inf
+
+
+def test_chi2_lower_wh_is_wilson_hilferty_and_exact_for_one_degree():
+    """slpc's static quantile: exact for df = 1 (scipy), Wilson–Hilferty's closed form otherwise
+    (within 2 % of the exact median for df ≥ 2), and the normal quantile it is built on."""
+    stats = pytest.importorskip("scipy.stats")
+    assert normal_ppf(0.975) == pytest.approx(stats.norm.ppf(0.975), rel=1e-9)
+    assert chi2_lower_wh(1, 0.5) == pytest.approx(stats.chi2.ppf(0.5, 1), rel=1e-9)
+    for df in (2, 3, 5, 10):
+        wh = df * (1 - 2 / (9 * df)) ** 3  # z(0.5) = 0
+        assert chi2_lower_wh(df, 0.5) == pytest.approx(wh, abs=1e-9)
+        assert chi2_lower_wh(df, 0.5) == pytest.approx(stats.chi2.ppf(0.5, df), rel=0.02)
 
 
 def _reference(history, mask, index, centers, k, m, noise_var, threshold, trail_q):
@@ -134,7 +147,7 @@ def _scene(seed, moving=True, stopped=True, trail=True, H=128):
 def test_drift_statistics_against_numpy_reference(seed):
     history, mask, index, centers, k = _scene(seed)
     m, nv = 6, 0.25
-    thr, tq = float(F.chi2_quantile(3e-3, 2)), float(F.chi2_quantile(1e-3, 2))
+    thr, tq = float(chi2_upper(2, 3e-3)), float(chi2_upper(2, 1e-3))
     got = jax.jit(F.drift_statistics, static_argnums=5)(
         jnp.asarray(history, jnp.float32), jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers, jnp.float32),
         jnp.int32(k), m, jnp.float32(nv), jnp.float32(thr), jnp.float32(tq))
@@ -185,9 +198,9 @@ def test_a_short_line_is_not_extrapolated_far_back(monkeypatch):
     mask = np.zeros(H, bool); mask[:40] = True
     centers = np.zeros((4, 2), np.float32); centers[0] = x[:20].mean(0); centers[1] = x[20:].mean(0)
     args = (jnp.asarray(history), jnp.asarray(mask), jnp.asarray(index), jnp.asarray(centers), jnp.int32(2), 6,
-            jnp.float32(0.25), F.chi2_quantile(3e-3, 2), F.chi2_quantile(1e-3, 2))
+            jnp.float32(0.25), chi2_upper(2, 3e-3), chi2_upper(2, 1e-3))
     test = F.drift_statistics(*args)
-    assert float(test.stat[0]) > float(F.chi2_quantile(3e-3, 2))   # the new group moves
+    assert float(test.stat[0]) > float(chi2_upper(2, 3e-3))   # the new group moves
     assert not bool(test.trail[1])
     monkeypatch.setattr(F, "_REACH", math.inf)
     assert bool(F.drift_statistics(*args).trail[1])

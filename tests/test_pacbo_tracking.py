@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import jaxstream
 from jaxstream import checkpoint
 from jaxstream.clustering import forgetting as F
+from jaxstream._stats import chi2_upper
 from jaxstream.datasets import make_drifting_clusters_stream
 
 from test_pacbo_forgetting import _reference, _scene
@@ -18,7 +19,7 @@ def _track_reference(history, velocity, mask, index, centers, k, m, noise_var, l
     """track_moved in float64, cluster by cluster, from the module docstring's definitions; the drift
     test's own outputs (stat, trail, trail_row, assign) from test_pacbo_forgetting's reference."""
     d = history.shape[1]
-    thr, tq = float(F.chi2_quantile(level, d)), float(F.chi2_quantile(1e-3, d))
+    thr, tq = float(chi2_upper(d, level)), float(chi2_upper(d, 1e-3))
     stat, trail, _, assign, trail_row = _reference(history, mask, index, centers, k, m, noise_var, thr, tq)
     x = np.asarray(history, np.float64).copy()
     v = np.asarray(velocity, np.float64).copy()

@@ -12,6 +12,7 @@ from scipy import stats
 import jaxstream as js
 from jaxstream import curves as pc
 from jaxstream.curves import cache, global_moves, history
+from jaxstream._stats import chi2_lower_wh
 from jaxstream import datasets
 
 from _refs import np_arc_weighted_median, np_knot_median, np_polyline_sqdist, np_segment_table
@@ -503,11 +504,11 @@ def test_sorted_residuals_and_noise_level_match_a_sort(learner, init, run):
     w = np.append(_np_row_weights(s), 1.0)
     med_e = np_arc_weighted_median(np.append(s.hist_e[:n], e_x), pts, w, line, candidates=s.hist_e[:n])
     med_r = np_arc_weighted_median(np.append(s.hist_r[:n], r_x), pts, w, line, candidates=s.hist_r[:n])
-    ref = min(med_e, med_r / history.NN_INFLATION) * float(s.scale) ** 2 / history.chi2_quantile(1)
+    ref = min(med_e, med_r / history.NN_INFLATION) * float(s.scale) ** 2 / chi2_lower_wh(1, history.NOISE_QUANTILE)
     np.testing.assert_allclose(float(info.sigma2), ref, rtol=1e-4)
     # the weighting matters here: the plain median differs
     plain = min(np.median(np.append(s.hist_e[:n], e_x)), np.median(np.append(s.hist_r[:n], r_x)) / 1.5)
-    assert abs(plain * float(s.scale) ** 2 / history.chi2_quantile(1) / ref - 1) > 0.01
+    assert abs(plain * float(s.scale) ** 2 / chi2_lower_wh(1, history.NOISE_QUANTILE) / ref - 1) > 0.01
 
 
 def test_weighted_median_matches_numpy():

@@ -12,6 +12,7 @@ import jaxstream as js
 from jaxstream import curves as pc
 from jaxstream import datasets
 from jaxstream.curves import history, tracking
+from jaxstream._stats import chi2_lower_wh
 
 from _refs import np_polyline_sqdist
 
@@ -244,10 +245,10 @@ def test_curve_free_residual_matches_numpy_and_reads_the_noise_on_traces(kind):
     if kind == "iid":
         np.testing.assert_array_equal(got, chord)
         return
-    ratio = np.median(got) / history.NN_INFLATION / history.chi2_quantile(1)
+    ratio = np.median(got) / history.NN_INFLATION / chi2_lower_wh(1, history.NOISE_QUANTILE)
     assert 0.87 < ratio < 1.13, ratio
     if kind == "dense trace":
-        assert np.median(chord) / history.NN_INFLATION / history.chi2_quantile(1) < 0.3  # the chord's bias
+        assert np.median(chord) / history.NN_INFLATION / chi2_lower_wh(1, history.NOISE_QUANTILE) < 0.3  # the chord's bias
 
 
 def test_trend_residual_check_grads_with_coincident_points():

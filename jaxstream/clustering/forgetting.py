@@ -8,7 +8,7 @@ sending. This module forgets per cluster, and only on evidence:
 
 * `drift_statistics`: after each round, every cluster's trend test (a
   least-squares line of its points' positions on their arrival times,
-  against the χ²_d quantile of `chi2_quantile`) and the trails that moving
+  against the χ²_d quantile of `jaxstream._stats.chi2_upper`) and the trails that moving
   clusters left;
 * `forget_moved`: a moving cluster keeps only its m newest points, and
   trails go (``tracking=False``);
@@ -30,52 +30,20 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaincc, gammaln, ndtri
 
 from .. import _ops
+from .._stats import chi2_upper
 from .lloyd import nearest_center
 
 Array = jax.Array
 
-__all__ = ["chi2_quantile", "drift_statistics", "forget_moved", "track_moved"]
+__all__ = ["drift_statistics", "forget_moved", "track_moved"]
 
 _SETTLE = 4      # rounds left out of the trend (drift_statistics)
 _LINE_CAP = 4.0  # the most a line's own uncertainty adds to a trail's tolerance, in noise variances
 _HINGES = (12, 24, 48)  # tracking's hinge candidates, in a cluster's newest settled rows (_hinge)
 _YOUNG = 16     # a centre born over points no older than this many rounds starts standing (track_moved)
 _REACH = 16.0    # a moving cluster's line is trusted back to where its variance, σ²·dt²/S_tt, reaches 16 σ²
-
-
-def chi2_quantile(level, d: int) -> Array:
-    """Upper quantile of χ²_d at tail probability `level`; +inf at level 0.
-
-    Closed forms for d = 1 (z² at level/2) and d = 2 (−2·log level); for
-    d ≥ 3 Newton's method on the regularised incomplete gamma function from
-    the Wilson–Hilferty approximation.
-
-    Args:
-      level: scalar tail probability in [0, 1).
-      d: degrees of freedom (static).
-
-    Returns:
-      Scalar q with P(χ²_d > q) ≈ level.
-    """
-    level = jnp.asarray(level)
-    safe = jnp.where(level > 0, level, 0.5)
-    if d == 1:
-        q = ndtri(safe / 2.0) ** 2             # (−z)²: no 1 − level rounding
-    elif d == 2:
-        q = -2.0 * jnp.log(safe)
-    else:
-        a = 2.0 / (9.0 * d)
-        q = d * jnp.maximum(1.0 - a - ndtri(safe) * jnp.sqrt(a), 0.5) ** 3
-        # Three Newton steps on P(χ²_d > q) = level (Wilson–Hilferty starts within a few %).
-        h = d / 2.0
-        for _ in range(3):
-            f = gammaincc(h, q / 2.0) - safe
-            dens = jnp.exp((h - 1.0) * jnp.log(q / 2.0) - q / 2.0 - gammaln(h)) / 2.0
-            q = jnp.maximum(q + f / dens, 1e-3)
-    return jnp.where(level > 0, q, jnp.inf)
 
 
 class _Line(NamedTuple):
@@ -251,8 +219,8 @@ def _trail_clusters(full: _Line, moving: Array, stale: Array, noise_var, trail_q
 def _run_test(history, mask, index, centers, n_clusters, level, recent, noise_var):
     """`drift_statistics` at level `level`: ``(test, fired (p,), threshold, trail_q)``."""
     d = history.shape[1]
-    threshold = chi2_quantile(level, d).astype(history.dtype)
-    trail_q = chi2_quantile(1e-3, d).astype(history.dtype)
+    threshold = chi2_upper(d, level).astype(history.dtype)
+    trail_q = chi2_upper(d, 1e-3).astype(history.dtype)
     test = drift_statistics(history, mask, index, centers, n_clusters, recent, noise_var, threshold, trail_q)
     return test, test.stat > threshold, threshold, trail_q
 

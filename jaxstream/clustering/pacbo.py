@@ -42,10 +42,11 @@ from jax import lax
 
 from .._caches import cached
 from .. import _ops
+from .._stats import chi2_upper
 from .._checks import check_bytes_fit, check_capacity, check_point, check_points, is_concrete, tree_nbytes
 from .._core import StreamLearner, cached_learner
 from . import kernel as K
-from .forgetting import chi2_quantile, forget_moved, track_moved
+from .forgetting import forget_moved, track_moved
 from ._readout import (_active, _nearest, cluster_sizes, effective_count, loss, predict, soft_assign,
                        soft_loss)
 from ._target import RoundTarget, round_target
@@ -232,7 +233,7 @@ def _provisional(state: State, x: Array, noise_sd, A: int) -> State:
     recent = state.recent.at[slot].set(x)
     index = state.recent_index.at[slot].set(state.n_seen)
     far, _ = nearest_center(recent, state.centers, _active(state))
-    q = chi2_quantile(state.params.provisional_level, d)
+    q = chi2_upper(d, state.params.provisional_level)
     # No scale yet (module docstring): every ring point off a centre, unless provisional centres are off.
     no_scale = ((state.n_stored - state.n_clusters - 1 < PROVISIONAL_FREE_DOF)
                 & (state.params.provisional_level > 0) & (far > 0))

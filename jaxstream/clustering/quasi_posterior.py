@@ -40,7 +40,7 @@ from jax import lax
 from jax.scipy.special import gammaln
 
 from .._loops import fori_upto
-from .forgetting import chi2_quantile
+from .._stats import chi2_upper
 from .kernel import BlockwiseLogDensity
 from .lloyd import center_mask, nearest_center
 
@@ -206,7 +206,7 @@ def singleton_bound(n, d: int) -> Array:
     bic = d * jnp.log(n)
     if d <= 2:
         return bic
-    return jnp.minimum(bic, chi2_quantile(1.0 / jnp.maximum(n, 2.0), d))
+    return jnp.minimum(bic, chi2_upper(d, 1.0 / jnp.maximum(n, 2.0)))
 
 
 def centre_price(variance, max_within, n, d: int, price_scale) -> Array:

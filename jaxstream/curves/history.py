@@ -12,7 +12,6 @@ insertion per round: O(H), no sort).
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -20,11 +19,12 @@ import jax
 import jax.numpy as jnp
 
 from .. import _ops
+from .._stats import chi2_lower_wh
 from .candidates import seg_d2_points
 
 Array = jax.Array
 
-__all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "chi2_quantile", "normal_ppf", "sorted_quantile",
+__all__ = ["NOISE_QUANTILE", "NN_INFLATION", "NN_ROWS", "sorted_quantile",
            "sorted_replace", "weighted_median", "arc_weights", "noise_level", "nn_residual", "TREND_WINDOW", "TREND_DEGREE", "trend_residual", "trend_residuals", "HEAD_WINDOW", "ring_last", "trace_head", "ORDER_FULL", "ORDER_NONE", "ORDERED", "arrival_order", "mean_sq_step", "curve_free_residual", "Slot",
            "reservoir_slot"]
 
@@ -62,26 +62,6 @@ ORDER_NONE = 0.7
 # The weight from which the trend noise proxy, the head path and the drift gate
 # treat the stream as a trace (the length unit uses the weight itself).
 ORDERED = 0.5
-
-
-def normal_ppf(p: float) -> float:
-    """Inverse standard normal CDF by bisection on math.erf (trace-time only)."""
-    lo, hi = -10.0, 10.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-def chi2_quantile(k: int, q: float = NOISE_QUANTILE) -> float:
-    """q-quantile of χ²_k (Wilson–Hilferty; exact for k = 1)."""
-    if k == 1:
-        return float(np.square(normal_ppf(0.5 + q / 2)))
-    zq = normal_ppf(q)
-    return k * (1 - 2 / (9 * k) + zq * math.sqrt(2 / (9 * k))) ** 3
 
 
 def sorted_quantile(srt, n, extra, use_extra, q: float):
@@ -216,7 +196,7 @@ def noise_level(sorted_e, sorted_r, vals_e, vals_r, weights, n, e_x, r_x, use_x,
       e_x, r_x: x_t's residuals; use_x: whether x_t is in the objective.
       d: dimension.
     """
-    q = chi2_quantile(max(d - 1, 1))
+    q = chi2_lower_wh(max(d - 1, 1), NOISE_QUANTILE)
 
     def median(srt, vals, extra):
         plain = sorted_quantile(srt, n, extra, use_x, NOISE_QUANTILE)
