@@ -12,6 +12,13 @@ empties JAX's caches (`jax.clear_caches`, outside any trace) and hands the
 freed heap back to the operating system. Programs still in use compile again
 on their next call. ``set_cache_size(n, clear_jax=False)`` keeps JAX's caches
 (resident memory then grows by about 100 MiB per configuration).
+
+XLA:CPU maps each compiled kernel's code and data into memory mappings of their own (about
+three per kernel: some 860 for one slpc program), and Linux allows a process
+``vm.max_map_count`` mappings (65,530 by default). Past that XLA cannot load the next program
+and the process dies inside the compiler. So after each compilation the package counts its
+process's mappings (Linux) and, above `MAP_SHARE` of the limit, empties JAX's caches at its
+next entry point outside a trace, whatever `set_cache_size` says.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import threading
 from typing import Callable, NamedTuple
 
 import jax
+import jax.monitoring
 from jax._src import core as jax_core  # trace_state_clean: no public equivalent
 
 __all__ = ["clear_caches", "cache_size", "set_cache_size", "cache_info", "CacheInfo"]
@@ -33,6 +41,13 @@ _clear_jax = True
 _jax_clear_pending = False
 _evicted = 0.0  # configurations evicted since JAX's caches were last emptied (entries / scale)
 _registry: list["_LRU"] = []
+
+# Share of the process's memory-mapping limit above which JAX's caches are emptied (module
+# docstring): the rest is headroom for the programs compiled before the next entry point.
+MAP_SHARE = 0.5
+_MAPS = "/proc/self/maps"
+_MAP_LIMIT = "/proc/sys/vm/max_map_count"
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
 
 class CacheInfo(NamedTuple):
@@ -61,17 +76,19 @@ class _LRU:
 
     def __call__(self, *args):
         with self._lock:
-            if args in self._data:
+            hit = args in self._data
+            if hit:
                 self._data.move_to_end(args)
                 self.hits += 1
-                return self._data[args]
-        value = self._fn(*args)  # outside the lock: building may call other cached functions
-        with self._lock:
-            self.misses += 1
-            self._data[args] = value
-            self._data.move_to_end(args)
-            self._shrink()
-            value = self._data[args]
+                value = self._data[args]
+        if not hit:
+            value = self._fn(*args)  # outside the lock: building may call other cached functions
+            with self._lock:
+                self.misses += 1
+                self._data[args] = value
+                self._data.move_to_end(args)
+                self._shrink()
+                value = self._data[args]
         _release_if_pending()
         return value
 
@@ -147,8 +164,51 @@ def _trim_heap() -> bool:
         return False
 
 
+def _map_limit() -> int | None:
+    """The process's memory-mapping limit (``vm.max_map_count``), None where it cannot be read."""
+    try:
+        with open(_MAP_LIMIT, "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _maps_in_use() -> int | None:
+    """The memory mappings this process holds (Linux), None where they cannot be counted."""
+    try:
+        with open(_MAPS, "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+_since_check = [0, 0.0]  # compilations and their seconds since the mappings were last counted
+
+
+def _after_compile(event: str, duration: float, **_) -> None:
+    """JAX's listener after each compilation: near the mapping limit, ask for JAX's caches to
+    be emptied at the next entry point (not here: the program just compiled is being cached).
+    Counting the mappings reads /proc (about 1 ms per 1,000 mappings), so it is done after 0.5 s
+    of compiling or 32 compilations, whichever comes first (a few hundred mappings at most)."""
+    global _jax_clear_pending
+    if event != _COMPILE_EVENT or _jax_clear_pending:
+        return
+    _since_check[0] += 1
+    _since_check[1] += duration
+    if _since_check[0] < 32 and _since_check[1] < 0.5:
+        return
+    _since_check[:] = [0, 0.0]
+    limit, used = _map_limit(), _maps_in_use()
+    if limit and used is not None and used > MAP_SHARE * limit:
+        _jax_clear_pending = True
+
+
+jax.monitoring.register_event_duration_secs_listener(_after_compile)
+
+
 def _release_if_pending() -> None:
-    """After an eviction: empty JAX's caches, unless inside a trace (then at the next chance)."""
+    """Empty JAX's caches if an eviction or the mapping limit asked for it, unless inside a
+    trace (then at the next chance)."""
     global _jax_clear_pending, _evicted
     if _jax_clear_pending and jax_core.trace_state_clean():
         _jax_clear_pending, _evicted = False, 0.0

@@ -33,12 +33,12 @@ jaxstream.set_cache_size(64)
 
 @pytest.fixture(autouse=True, scope="module")
 def _no_compiled_programs_kept():
-    """Each test file starts from cleared JAX caches. jaxlib 0.10.2's XLA:CPU segfaults now and
-    then inside `backend_compile_and_load` in a worker that has compiled the programs of many
-    earlier files: reproduced in one process with 7 files before `test_grad_streams.py` (not with
-    3 or 4; a `jax.clear_caches()` before it passed), and the crashes of CI runs came after 9-11
-    files (2026-11-28: three of three). `.ci/pytest_rerun_crashes.py` still reruns any test whose
-    worker crashes."""
+    """Each test file starts from cleared JAX caches, so that a worker's memory does not grow with
+    every file it ran (few programs are shared between files). It also kept workers below the
+    memory-mapping limit whose crossing crashed XLA:CPU in long-lived workers (each compiled
+    kernel holds mappings of its own; the package now empties JAX's caches at half the limit:
+    `jaxstream._caches`). `.ci/pytest_rerun_crashes.py` still reruns any test whose worker
+    crashes."""
     jaxstream.clear_caches()
     yield
 
