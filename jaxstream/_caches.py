@@ -16,9 +16,10 @@ on their next call. ``set_cache_size(n, clear_jax=False)`` keeps JAX's caches
 XLA:CPU maps each compiled kernel's code and data into memory mappings of their own (about
 three per kernel: some 860 for one slpc program), and Linux allows a process
 ``vm.max_map_count`` mappings (65,530 by default). Past that XLA cannot load the next program
-and the process dies inside the compiler. So after each compilation the package counts its
-process's mappings (Linux) and, above `MAP_SHARE` of the limit, empties JAX's caches at its
-next entry point outside a trace, whatever `set_cache_size` says.
+and the process dies inside the compiler. So after its compilations (every 0.5 s of compiling
+or 32 of them) the package counts its process's mappings (Linux) and, above `MAP_SHARE` of the
+limit, empties JAX's caches at its next entry point outside a trace, whatever `set_cache_size`
+says.
 """
 from __future__ import annotations
 
