@@ -13,8 +13,8 @@ freed heap back to the operating system. Programs still in use compile again
 on their next call. ``set_cache_size(n, clear_jax=False)`` keeps JAX's caches
 (resident memory then grows by about 100 MiB per configuration).
 
-XLA:CPU maps each compiled kernel's code and data into memory mappings of their own (about
-three per kernel: some 860 for one slpc program), and Linux allows a process
+XLA:CPU maps each compiled kernel's code and data into memory mappings of their own (a few
+per kernel), and Linux allows a process
 ``vm.max_map_count`` mappings (65,530 by default). Past that XLA cannot load the next program
 and the process dies inside the compiler. So after its compilations (every 0.5 s of compiling
 or 32 of them) the package counts its process's mappings (Linux) and, above `MAP_SHARE` of the
@@ -189,8 +189,8 @@ _since_check = [0, 0.0]  # compilations and their seconds since the mappings wer
 def _after_compile(event: str, duration: float, **_) -> None:
     """JAX's listener after each compilation: near the mapping limit, ask for JAX's caches to
     be emptied at the next entry point (not here: the program just compiled is being cached).
-    Counting the mappings reads /proc (about 1 ms per 1,000 mappings), so it is done after 0.5 s
-    of compiling or 32 compilations, whichever comes first (a few hundred mappings at most)."""
+    Counting the mappings reads /proc (its cost grows with their number), so it is done after
+    0.5 s of compiling or 32 compilations, whichever comes first."""
     global _jax_clear_pending
     if event != _COMPILE_EVENT or _jax_clear_pending:
         return
