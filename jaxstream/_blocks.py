@@ -11,6 +11,8 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import jax
 
+from ._checks import host_array
+
 
 def read_npy_blocks(path, block_rows: int = 65536) -> Iterable[np.ndarray]:
     """Blocks of rows of a (T, d) ``.npy`` file, read through a memory map
@@ -73,6 +75,8 @@ def _source(xs, chunk_size):
         if path.endswith((".csv", ".txt", ".tsv")):
             return read_csv_blocks(path, chunk_size, delimiter="\t" if path.endswith(".tsv") else ",")
         raise ValueError(f"{path}: a path must name a .npy or .csv/.tsv/.txt file")
+    if np.ma.isMaskedArray(xs):  # masked entries become NaN (the NaN policy applies), not their fill values
+        return host_array(xs, "xs")
     return xs
 
 
@@ -137,7 +141,7 @@ def _iter_chunks(xs, chunk_size, skip: int = 0, hasher: Optional[_RowHash] = Non
     seen = 0
     dim = None
     for block in xs:
-        block = np.asarray(block)
+        block = host_array(block, f"xs (the block starting at row {seen})")
         if block.ndim == 1:
             block = block[None]
         if block.ndim == 2:

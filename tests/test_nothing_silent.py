@@ -359,6 +359,27 @@ def test_run_stream_ragged_list_and_masked_array(name):
     chex.assert_trees_all_equal(js.run_stream(learner, key, unmasked, state)[1], js.run_stream(learner, key, X[20:40], state)[1])
 
 
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_run_stream_chunked_masked_entries_are_nan(name):
+    """run_stream_chunked: a masked array's masked entries, whole or as blocks, are NaN (the
+    chunk is refused, or the row skipped with nonfinite="skip", as run_stream does), never the
+    fill value -999 learned as data (the mask was dropped before)."""
+    learner = FACTORIES[name]()
+    key = jax.random.key(0)
+    state = learner.init(key, X[:20])
+    xs = np.ma.masked_array(X[20:44].copy(), mask=np.zeros((24, 2), bool))
+    xs.data[13, 0], xs.mask[13, 0] = -999.0, True
+    blocks = [xs[:10], xs[10:]]
+    for source in (xs, blocks):
+        with pytest.raises(ValueError, match="the chunk starting at row 8.*1 row\\(s\\) with NaN or inf"):
+            js.run_stream_chunked(learner, key, source, state, chunk_size=8, prefetch=0)
+    _, want = js.run_stream(learner, key, xs, state, nonfinite="skip")
+    for source in (xs, blocks):
+        got, res = js.run_stream_chunked(learner, key, source, state, chunk_size=8, nonfinite="skip",
+                                         keep_losses=True, prefetch=0)
+        np.testing.assert_allclose(res.losses, np.asarray(want), rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_wrappers_masked_entries_and_bad_seeds(name):
     xs = np.ma.masked_array(X[:40].copy(), mask=np.zeros((40, 2), bool))
