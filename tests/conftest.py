@@ -37,8 +37,7 @@ def _no_compiled_programs_kept():
     every file it ran (few programs are shared between files). It also kept workers below the
     memory-mapping limit whose crossing crashed XLA:CPU in long-lived workers (each compiled
     kernel holds mappings of its own; the package now empties JAX's caches at half the limit:
-    `jaxstream._caches`). `.ci/pytest_rerun_crashes.py` still reruns any test whose worker
-    crashes."""
+    `jaxstream._caches`)."""
     jaxstream.clear_caches()
     yield
 
