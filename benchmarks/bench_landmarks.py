@@ -193,41 +193,8 @@ def temporal_trajectory(n_days=3.0, decay=0.5, step_h=1.0 / 6.0, n_landmarks=20,
                 final=np.asarray(lrn.predict(fin, spec)), learner=lrn)
 
 
-def plot_trajectory(res, png=None):
-    import matplotlib.pyplot as plt
-    times, Y, Yf = res["times"], res["online"], res["final"]
-    warm = np.asarray(res["info"].n_landmarks) >= 3  # fewer landmarks cannot give 2 dimensions
-    t_on, Y = times[1:][warm], Y[warm]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
-    ax = axes[0]
-    ax.plot(Y[:, 0], Y[:, 1], "-", color="0.85", lw=0.6, zorder=1)
-    sc = ax.scatter(Y[:, 0], Y[:, 1], c=t_on % 24.0, cmap="twilight", s=8, zorder=2)
-    fig.colorbar(sc, ax=ax, label="hour of day")
-    ax.set(title="online embedding (prequential, aligned)", xlabel="dimension 1", ylabel="dimension 2")
-    ax = axes[1]
-    n_days = int(round(times[-1] / 24.0))
-    day = np.minimum((times // 24.0).astype(int), n_days - 1)
-    for d in range(n_days):
-        m = day == d
-        ax.plot(Yf[m, 0], Yf[m, 1], "-o", ms=2, lw=0.7, label=f"day {d + 1}")
-    ax.legend(fontsize=8)
-    ax.set(title="all snapshots, final landmarks", xlabel="dimension 1", ylabel="dimension 2")
-    ax = axes[2]
-    ax.plot(t_on, Y[:, 0], lw=0.9, label="dimension 1 (online)")
-    ax.plot(t_on, Y[:, 1], lw=0.9, label="dimension 2 (online)")
-    ax.plot(times, Yf[:, 0], "k:", lw=0.7, label="dimension 1 (final landmarks)")
-    for d in range(1, n_days):
-        ax.axvline(24.0 * d, color="0.6", lw=0.5)
-    ax.legend(fontsize=8)
-    ax.set(title="coordinates over time", xlabel="time (hours)")
-    fig.tight_layout()
-    if png:
-        os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-        fig.savefig(png, dpi=110)
-    return fig
-
-
-def temporal_network(png):
+def temporal_network():
+    """The temporal-network trajectory's stress (notebooks/landmarks.ipynb draws it)."""
     print()
     res = temporal_trajectory()
     c, spec, fin = res["contacts"], res["spec"], res["state"]
@@ -238,14 +205,6 @@ def temporal_network(png):
           f"sigma = {float(LM.normalized_stress(D, res['final'])):.3f}, "
           f"sigma_L = {float(LM.landmark_stress(D, res['final'], ids)):.3f}, "
           f"swaps = {int(np.asarray(res['info'].replaced).sum())}")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-    except ImportError:
-        print("matplotlib not installed: no plot")
-        return
-    plot_trajectory(res, png)
-    print(f"trajectory plot written to {png}")
 
 
 def _sigma_fn(D, k=2):
@@ -263,11 +222,7 @@ def _sigma_fn(D, k=2):
 
 def random_percentiles(D, n_L, n_draws=50, seed=1):
     """10th / 50th / 90th percentiles of σ over `n_draws` random landmark sets."""
-    sigma = _sigma_fn(D)
-    n = D.shape[0]
-    idx = jax.vmap(lambda k: BL.random_landmarks(k, n, n_L))(jax.random.split(jax.random.key(seed), n_draws))
-    r = np.asarray(jax.lax.map(sigma, idx))
-    return np.percentile(r, [10, 50, 90])
+    return np.percentile(np.asarray(BL.random_stress(jax.random.key(seed), D, n_L, n_draws)), [10, 50, 90])
 
 
 def robust_streams(seed=None):
@@ -734,10 +689,10 @@ def options_batches(B=128, T=400, n_L=20, rules=((0, 0.0), (4, 0.0), (0, 0.5), (
               flush=True)
 
 
-def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
-    """The paper's two real-data pipelines on the shipped fixtures (or the user's files), with its plots."""
+def real_data(contacts=None, prices=None, start_hour=0.0):
+    """The paper's two real-data pipelines on the shipped fixtures (or the user's files); notebooks/landmarks.ipynb
+    draws the paper's plots."""
     from jaxstream.embedding import datasets as ED
-    outdir = outdir or os.path.join(os.path.dirname(__file__), "out")
     print()
     c = ED.load_contacts(contacts or ED.fixture_path("contacts"))
     times, S = ED.tie_decay_spectra(c, 1.0 / 3600.0)
@@ -753,7 +708,9 @@ def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
     hours = (times / 3600.0 + start_hour) % 24.0  # start_hour: clock time of t = 0 (fixture: midnight)
     print(f"contacts ({'fixture' if contacts is None else contacts}): {len(c.t)} contacts, {c.n_nodes} nodes, "
           f"{len(times)} snapshots at event times (decay 1/h), n_L=20, buffer={len(S)}: sigma={sig:.4f}, "
-          f"landmarks ever {len(ever)}, swaps {int(np.asarray(info.replaced).sum())}")
+          f"landmarks ever {len(ever)}, swaps {int(np.asarray(info.replaced).sum())}; snapshots between 7 and 19 h: "
+          f"{np.mean((hours >= 7) & (hours < 19)):.0%} of all, {np.mean((hours[ever] >= 7) & (hours[ever] < 19)):.0%} "
+          f"of those ever chosen, {np.mean((hours[final] >= 7) & (hours[final] < 19)):.0%} of the final landmarks")
     pt = ED.load_prices(prices or ED.fixture_path("prices"))
     V = ED.minmax_scale(pt.prices).astype(np.float32)
     lrn2 = LM.landmark_mds(10, n_components=2, buffer_size=max(len(V), 11))
@@ -767,29 +724,8 @@ def real_data(contacts=None, prices=None, outdir=None, start_hour=0.0):
     uy = np.unique(years)
     share = [np.isin(np.flatnonzero(years == y), final2).sum() / 10.0 for y in uy]
     print(f"prices ({'fixture' if prices is None else prices}): {len(V)} days x {V.shape[1]} tickers, n_L=10, "
-          f"buffer={len(V)}: sigma={sig2:.4f}; final landmarks per year "
+          f"buffer={len(V)}: sigma={sig2:.4f}; landmarks ever {len(ever2)}; final landmarks per year "
           + ", ".join(f"{y}: {s:.0%}" for y, s in zip(uy, share)))
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    os.makedirs(outdir, exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    axes[0].bar(uy, share, color="C0", label="final landmarks")
-    axes[0].plot(uy, [np.isin(np.flatnonzero(years == y), ever2).sum() / len(ever2) for y in uy], "ko-",
-                 label="every landmark ever chosen")
-    axes[0].set(xlabel="year", ylabel="share of landmarks", title="prices: landmark share per year (n_L = 10)")
-    axes[0].legend(fontsize=8)
-    axes[1].hist(hours[ever], bins=np.arange(25), color="C1", alpha=0.8, label="every landmark ever chosen")
-    axes[1].hist(hours[final], bins=np.arange(25), color="C3", label="final landmarks")
-    axes[1].set(xlabel="hour of day", ylabel="landmark snapshots", title="contacts: hour of day of landmark times",
-                xlim=(0, 24))
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    png = os.path.join(outdir, "landmarks_real_data.png")
-    fig.savefig(png, dpi=100)
-    print(f"plots written to {png}")
-    return fig
 
 
 def main():
@@ -800,13 +736,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64, help="B for the batch figures (default 64)")
     ap.add_argument("--contacts", default=None, help="a SocioPatterns contact list (t i j Si Sj)")
     ap.add_argument("--prices", default=None, help="a CSV of daily closing prices (Date, one column per ticker)")
-    ap.add_argument("--png", default=os.path.join(os.path.dirname(__file__), "out", "landmarks_temporal.png"))
     args = ap.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # files only (a notebook importing this module keeps its inline backend)
-    except ImportError:
-        pass
     parts = set(args.only.split(",")) if args.only else {"quality", "arrival", "robust", "overhead", "speed",
                                                          "batches", "options", "weighted", "real", "temporal",
                                                          "ordering"}
@@ -835,7 +765,7 @@ def main():
     if "real" in parts:
         real_data(args.contacts, args.prices)
     if "temporal" in parts:
-        temporal_network(args.png)
+        temporal_network()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ landmark MDS (de Silva & Tenenbaum). Full figures and timings:
 cells.append(code("""import os, sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # jaxlib's CPU eigh uses OpenBLAS; its spinning threads hurt on busy machines
 sys.path.insert(0, os.path.abspath(".."))              # run from notebooks/ without installing
-sys.path.insert(0, os.path.abspath("../benchmarks"))
 import numpy as np
 import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -33,8 +32,13 @@ plt.rcParams["figure.dpi"] = 72
 import jaxstream as js
 from jaxstream import embedding as LM
 from jaxstream.embedding import baselines as BL
-from bench_landmarks import (euclid, quality, temporal_trajectory, plot_trajectory, _arrival_sigmas,
-                             random_percentiles, real_data)
+
+
+def run_info(lrn, Z, trace="info"):
+    \"\"\"The final state and the trace of `lrn` over the stream Z (the first point starts it).\"\"\"
+    run = jax.jit(lambda s, xs: js.run_stream(lrn, jax.random.key(0), xs, s, trace=trace))
+    return run(lrn.init(jax.random.key(0), Z[:1]), Z[1:])
+
 
 print("jax", jax.__version__, jax.devices())"""))
 cells.append(md("""## S-curve, ordered by the curve parameter
@@ -58,17 +62,25 @@ axes[0].set(xlabel="arrival", ylabel="ε", title="threshold ε (non-decreasing)"
 axes[1].plot(np.arange(1, 1000), np.cumsum(np.asarray(info.replaced)))
 axes[1].set(xlabel="arrival", ylabel="landmark swaps", title="cumulative replacements")
 fig.tight_layout()"""))
-cells.append(md("""Normalised stress σ (all pairs) and σ_L (landmark pairs) of the landmark MDS
-with the final online landmarks, against the paper's scenarios: the first
-100 points ("initial"), 100 points drawn at random after the fact
-("random", 20 draws), a reservoir sample kept online ("random-online",
-20 draws), and greedy farthest-point landmarks. With the authors' code the
-paper's setting gives, for k = 2: online ≈ 0.17, initial ≈ 0.23,
-random ≈ 0.15. (The first row repeats the run above; the second bounds the
-graph to the 300 most recent non-landmark points.)"""))
-cells.append(code("""quality(20)"""))
-cells.append(code("""D = euclid(X)
-online_idx = LM.landmarks(state)[1]
+cells.append(md("""Normalised stress σ of the landmark MDS of all 1000 points with the final
+online landmarks, against the paper's scenarios: the first 100 points
+("initial"), 100 points drawn at random after the fact ("random", 20 draws,
+`baselines.random_stress`), a reservoir sample kept online
+("random-online", 20 draws), and greedy farthest-point landmarks. With the
+authors' code the paper's setting gives, for k = 2: online ≈ 0.17,
+initial ≈ 0.23, random ≈ 0.15. `benchmarks/bench_landmarks.py` adds the
+landmark pairs' stress σ_L and a graph bounded to 300 points."""))
+cells.append(code("""D = np.asarray(LM.pairwise_distances(X))
+fixed = {"online": LM.landmarks(state)[1], "initial": BL.initial_landmarks(1000, 100),
+         "farthest-point": BL.farthest_point_landmarks(100, distances=D)}
+reservoirs = [BL.reservoir_landmarks(k, 1000, 100) for k in jax.random.split(jax.random.key(2), 20)]
+stress_with = lambda idx, k: float(LM.normalized_stress(D, BL.embed_with_landmarks(idx, k, distances=D)))
+for k in (1, 2, 3):
+    rnd = np.asarray(BL.random_stress(jax.random.key(1), D, 100, 20, n_components=k))
+    res = np.array([stress_with(idx, k) for idx in reservoirs])
+    print(f"k={k}: " + "  ".join(f"{name} {stress_with(idx, k):.3f}" for name, idx in fixed.items())
+          + f"  random {rnd.mean():.3f} ± {rnd.std(ddof=1):.3f}  random-online {res.mean():.3f} ± {res.std(ddof=1):.3f}")"""))
+cells.append(code("""online_idx = LM.landmarks(state)[1]
 scen = {"online": online_idx, "initial": BL.initial_landmarks(1000, 100),
         "random (one draw)": np.asarray(BL.random_landmarks(jax.random.key(1), 1000, 100))}
 fig, axes = plt.subplots(2, 3, figsize=(14, 8))
@@ -96,22 +108,28 @@ each point embedded when it arrived, by the landmarks of that moment
 Without alignment every swap may flip or rotate the frame; with alignment
 (orthogonal Procrustes on the shared landmarks) frames stay consistent but
 early points are still placed by landmarks that have not seen the rest of
-the S. A re-embedding policy trades latency for quality: emit x_t's
-coordinates Δ arrivals later, with the landmarks of t + Δ (memory: Δ
-pending points; compute: the same one transform per point). Another
-revises what the user holds: every K arrivals all buffered points are
-re-embedded with the current landmarks. "held, re-embed every K" is the
-stress, among the points seen by time τ, of the coordinates held at τ,
-averaged over ten times τ; K = 1 is the best any policy can do with these
-landmarks, "never" is the at-arrival embedding. The last two numbers are
-the cost: one re-embedding of the whole buffer against one arrival, in µs."""))
+the S. Below: σ of the at-arrival coordinates, unaligned and aligned,
+against the final landmarks'. `benchmarks/bench_landmarks.py --only
+arrival` also times the policies in between: emitting x_t's coordinates Δ
+arrivals later, or re-embedding every K arrivals what the user holds."""))
 cells.append(code("""from jaxstream.embedding.datasets import make_swiss_roll
 Xsw = make_swiss_roll(1200, seed=0)[0].astype(np.float32)
-rows = {f"S-curve n_L={n_L}": _arrival_sigmas(X, n_L, (0, 10, 50, 200)) for n_L in (20, 100)}
-rows["Swiss roll n_L=20"] = _arrival_sigmas(Xsw, 20, (0, 10, 50, 200))
-for n_L, r in rows.items():
-    print(f"{n_L}  " + "  ".join(f"{k}: {v:.3f}" if isinstance(v, float) and v < 10 else f"{k}: {v:.0f}"
-                                        for k, v in r.items()))"""))
+
+def arrival_sigmas(Z, n_L):
+    Dz = np.asarray(LM.pairwise_distances(Z))
+    out = {}
+    for align in (False, True):
+        lrn = js.landmark_mds(n_L, n_components=2, buffer_size=len(Z), align=align, embed_arrivals=True)
+        fin, info = run_info(lrn, Z)
+        Y = np.concatenate([np.zeros((1, 2), np.float32), np.asarray(info.y)])  # the first point starts at 0
+        out["at arrival, " + ("aligned" if align else "unaligned")] = float(LM.normalized_stress(Dz, Y))
+    out["final landmarks"] = float(LM.normalized_stress(Dz, lrn.predict(fin, Z)))
+    return out
+
+rows = {f"S-curve n_L={n_L}": arrival_sigmas(X, n_L) for n_L in (20, 100)}
+rows["Swiss roll n_L=20"] = arrival_sigmas(Xsw, 20)
+for name, r in rows.items():
+    print(f"{name}  " + "  ".join(f"{k}: {v:.3f}" for k, v in r.items()))"""))
 cells.append(md("""The wrapper implements the revising policy: `LandmarkMDS(reembed_every=K)`
 keeps the points it has seen and re-embeds all of them after every K-th
 arrival; `held_` is what the user holds (re-embedded points up to the last
@@ -151,13 +169,13 @@ def embed_with(e, s, Z):
     return sq @ np.asarray(e.weights) + np.asarray(e.offset)
 
 for name, Z in (("noisy S-curve 0.3", Xn.astype(np.float32)), ("uneven clusters", Xu.astype(np.float32))):
-    Dz = euclid(Z)
+    Dz = np.asarray(LM.pairwise_distances(Z))
     for n_L in (10, 20):
-        p10, p50, p90 = random_percentiles(Dz, n_L, 20)
+        p10, p50, p90 = np.percentile(np.asarray(BL.random_stress(jax.random.key(1), Dz, n_L, 20)), [10, 50, 90])
         out = []
         for m, c in ((0, 0.0), (4, 0.0), (0, 0.5), (4, 0.5)):
             lrn = js.landmark_mds(n_L, buffer_size=1000, min_support=m, density_shift=c)
-            s, _ = jax.jit(lambda s, xs: js.run_stream(lrn, jax.random.key(0), xs, s))(lrn.init(jax.random.key(0), Z[:1]), Z[1:])
+            s, _ = run_info(lrn, Z, None)
             sig = float(LM.normalized_stress(Dz, lrn.predict(s, Z)))
             e = LM.embedding(s, n_components=2, weighted=True)
             sig_w = float(LM.normalized_stress(Dz, embed_with(e, s, Z)))
@@ -191,7 +209,7 @@ for ax, w in zip(axes, (False, True)):
     ax.scatter(Y[:, 0], Y[:, 1], c=lab_u, s=6, cmap="tab10")
     L = np.asarray(e.coords)[np.asarray(e.mask)]
     ax.scatter(L[:, 0], L[:, 1], c="k", s=25, marker="x")
-    ax.set_title(f"{'weighted' if w else 'plain'} landmark MDS: sigma {float(LM.normalized_stress(euclid(Zu), Y)):.3f}")
+    ax.set_title(f"{'weighted' if w else 'plain'} landmark MDS: sigma {float(LM.normalized_stress(LM.pairwise_distances(Zu), Y)):.3f}")
     ax.set_aspect("equal")
 plt.tight_layout()"""))
 cells.append(md("""## The paper's real-data pipelines (on generated fixtures)
@@ -208,7 +226,41 @@ package. The plots are the paper's: the share of landmarks per year and the
 hour of day of the landmark snapshots. On the fixtures they show the
 generators' structure (a regime change in 2015; day-time contact peaks),
 not the paper's findings."""))
-cells.append(code("""fig = real_data()"""))
+cells.append(code("""from jaxstream.embedding import datasets as ED
+
+def ever_chosen(info):
+    # every point that was a landmark at some time (the first point starts as one)
+    a = np.asarray(info.added)
+    return np.unique(np.concatenate([[0], a[a >= 0]]))
+
+c = ED.load_contacts(ED.fixture_path("contacts"))
+times, S = ED.tie_decay_spectra(c, 1.0 / 3600.0)   # decay 1/h, times in seconds
+S = S.astype(np.float32)
+fin, info = run_info(js.landmark_mds(20, n_components=2, buffer_size=len(S), align=True), S)
+ever, final = ever_chosen(info), LM.landmarks(fin)[1]
+hours = (times / 3600.0) % 24.0   # the fixture starts at midnight
+print(f"contacts: {len(c.t)} contacts, {c.n_nodes} nodes, {len(S)} snapshots; landmarks ever {len(ever)}, "
+      f"swaps {int(np.asarray(info.replaced).sum())}")
+pt = ED.load_prices(ED.fixture_path("prices"))
+V = ED.minmax_scale(pt.prices).astype(np.float32)
+fin2, info2 = run_info(js.landmark_mds(10, n_components=2, buffer_size=max(len(V), 11)), V)
+ever2, final2 = ever_chosen(info2), LM.landmarks(fin2)[1]
+years = pt.dates.astype("datetime64[Y]").astype(int) + 1970
+uy = np.unique(years)
+print(f"prices: {len(V)} days x {V.shape[1]} tickers, landmarks ever {len(ever2)}")
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+axes[0].bar(uy, [np.isin(np.flatnonzero(years == y), final2).sum() / 10.0 for y in uy], color="C0",
+            label="final landmarks")
+axes[0].plot(uy, [np.isin(np.flatnonzero(years == y), ever2).sum() / len(ever2) for y in uy], "ko-",
+             label="every landmark ever chosen")
+axes[0].set(xlabel="year", ylabel="share of landmarks", title="prices: landmark share per year (n_L = 10)")
+axes[0].legend(fontsize=8)
+axes[1].hist(hours[ever], bins=np.arange(25), color="C1", alpha=0.8, label="every landmark ever chosen")
+axes[1].hist(hours[final], bins=np.arange(25), color="C3", label="final landmarks")
+axes[1].set(xlabel="hour of day", ylabel="landmark snapshots", title="contacts: hour of day of landmark times",
+            xlim=(0, 24))
+axes[1].legend(fontsize=8)
+fig.tight_layout()"""))
 cells.append(md("""## A temporal network as a trajectory
 
 Synthetic ward contacts among 20 nodes over 3 days (6 staff, 14 patients;
@@ -221,14 +273,40 @@ spectra and the metric Euclidean). n_L = 20, k = 2, with alignment
 not flip when landmarks are swapped. Left: each snapshot embedded on
 arrival under the landmarks of that moment; middle: all snapshots under
 the final landmarks; right: the coordinates over time."""))
-cells.append(code("""res = temporal_trajectory()
-c, spec, fin = res["contacts"], res["spec"], res["state"]
-Dn = euclid(spec)
-print(f"{len(c.t)} contacts, {len(res['times'])} snapshots, swaps {int(np.asarray(res['info'].replaced).sum())}, "
+cells.append(code("""from jaxstream.embedding import networks
+c = networks.make_contact_stream(20, 3.0, seed=0)
+times = np.arange(1.0, 72.0 + 1e-9, 1.0 / 6.0)   # every 10 minutes from the first hour on
+spec = np.asarray(networks.laplacian_spectrum(networks.tie_decay_networks(c.i, c.j, c.t, c.n_nodes, times,
+                                                                        decay=0.5)))
+lrn = js.landmark_mds(20, n_components=2, buffer_size=len(times), align=True)
+# the trace: x_t embedded by the landmarks before x_t is learned
+fin, (Y, info) = run_info(lrn, spec, lambda st, x, i: (lrn.predict(st, x), i))
+Yf = np.asarray(lrn.predict(fin, spec))
+Dn = np.asarray(LM.pairwise_distances(spec))
+print(f"{len(c.t)} contacts, {len(times)} snapshots, swaps {int(np.asarray(info.replaced).sum())}, "
       f"final eps {float(fin.eps):.3f}")
-print(f"stress with the final landmarks: sigma = {float(LM.normalized_stress(Dn, res['final'])):.3f}, "
-      f"sigma_L = {float(LM.landmark_stress(Dn, res['final'], LM.landmarks(fin)[1])):.3f}")
-fig = plot_trajectory(res)"""))
+print(f"stress with the final landmarks: sigma = {float(LM.normalized_stress(Dn, Yf)):.3f}, "
+      f"sigma_L = {float(LM.landmark_stress(Dn, Yf, LM.landmarks(fin)[1])):.3f}")
+warm = np.asarray(info.n_landmarks) >= 3   # fewer landmarks cannot give 2 dimensions
+t_on, Y = times[1:][warm], np.asarray(Y)[warm]
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+axes[0].plot(Y[:, 0], Y[:, 1], "-", color="0.85", lw=0.6, zorder=1)
+sc = axes[0].scatter(Y[:, 0], Y[:, 1], c=t_on % 24.0, cmap="twilight", s=8, zorder=2)
+fig.colorbar(sc, ax=axes[0], label="hour of day")
+axes[0].set(title="online embedding (prequential, aligned)", xlabel="dimension 1", ylabel="dimension 2")
+day = np.minimum((times // 24.0).astype(int), 2)
+for d in range(3):
+    axes[1].plot(Yf[day == d, 0], Yf[day == d, 1], "-o", ms=2, lw=0.7, label=f"day {d + 1}")
+axes[1].legend(fontsize=8)
+axes[1].set(title="all snapshots, final landmarks", xlabel="dimension 1", ylabel="dimension 2")
+axes[2].plot(t_on, Y[:, 0], lw=0.9, label="dimension 1 (online)")
+axes[2].plot(t_on, Y[:, 1], lw=0.9, label="dimension 2 (online)")
+axes[2].plot(times, Yf[:, 0], "k:", lw=0.7, label="dimension 1 (final landmarks)")
+for d in (1, 2):
+    axes[2].axvline(24.0 * d, color="0.6", lw=0.5)
+axes[2].legend(fontsize=8)
+axes[2].set(title="coordinates over time", xlabel="time (hours)")
+fig.tight_layout()"""))
 cells.append(md("""The trajectory is a daily loop: quiet nights near the origin, the morning
 round and the midday meeting far out, the evening on the way back. The
 online coordinates (prequential: each snapshot embedded before it is

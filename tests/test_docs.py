@@ -106,3 +106,22 @@ def test_guide_page_runs(page, tmp_path):
     proc = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, f"a python block of docs/{page} failed:\n{proc.stderr[-4000:]}"
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_uses_the_package_only_and_ran_cleanly(path):
+    """A notebook imports the package, not `benchmarks/` (its code would not ship with the
+    package), and its stored outputs (what the documentation shows) hold no error."""
+    import json
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "benchmarks" not in code and not re.search(r"^\s*(from|import)\s+bench_", code, re.M)
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+
+
+def test_notebooks_are_found():
+    assert {p.name for p in NOTEBOOKS} >= {"slpc.ipynb", "pacbo.ipynb", "landmarks.ipynb", "differentiable.ipynb"}

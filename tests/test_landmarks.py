@@ -750,6 +750,25 @@ def test_baselines():
         BL.random_landmarks(jax.random.key(0), 3, 5)
 
 
+def test_random_stress_is_each_random_set_embedded():
+    """random_stress: draw k is random_landmarks(split(key, n)[k]), embedded by a NumPy landmark
+    MDS and scored by a NumPy normalised stress; a set whose MDS lacks k positive eigenvalues is NaN."""
+    X = np.random.default_rng(17).normal(size=(60, 3)) * np.array([3.0, 1.0, 0.5])  # 3-D: σ > 0 at k = 2
+    D = euclid(X)
+    key = jax.random.key(3)
+    with enable_x64():
+        got = np.asarray(BL.random_stress(key, D, 6, n_draws=5))
+        for k, sub in enumerate(jax.random.split(key, 5)):
+            idx = np.asarray(BL.random_landmarks(sub, 60, 6))
+            Y, _ = ref_lmds(X[idx], X, 2)
+            np.testing.assert_allclose(got[k], ref_stress(D, Y), rtol=1e-7)
+    assert got.min() > 0.05
+    line = np.stack([np.linspace(0, 1, 30), np.zeros(30)], 1)
+    assert np.isnan(np.asarray(BL.random_stress(key, euclid(line), 5, n_draws=3))).all()
+    with pytest.raises(ValueError, match="n_landmarks=61 exceeds n_points=60"):
+        BL.random_stress(key, D, 61)
+
+
 def test_make_s_curve():
     X, t = datasets.make_s_curve(500, noise=0.0, random_state=1)
     assert X.shape == (500, 3) and t.shape == (500,)

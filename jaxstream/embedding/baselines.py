@@ -11,7 +11,8 @@ Scenarios compared with the online learner (`jaxstream.landmark_mds`):
   data, a batch method that spreads landmarks evenly.
 
 All return integer indices into the data; `embed_with_landmarks` runs
-landmark MDS with them.
+landmark MDS with them, and `random_stress` gives the stress of many random
+sets, the yardstick for any other choice.
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ from jax import lax
 from .._checks import check_capacity
 from .distances import Metric, _make_dist, pairwise_distances
 from .lmds import check_eigen, lmds_fit, lmds_transform
+from .stress import normalized_stress
 
 __all__ = ["initial_landmarks", "random_landmarks", "reservoir_landmarks", "farthest_point_landmarks",
-           "embed_with_landmarks"]
+           "embed_with_landmarks", "random_stress"]
 
 
 def _check_n(n_points: int, n_landmarks: int) -> tuple[int, int]:
@@ -148,3 +150,36 @@ def embed_with_landmarks(landmark_idx, n_components: int = 2, points=None, *, di
 def _embed(sq_x, idx, k):
     model = lmds_fit(sq_x[idx], k)
     return model, lmds_transform(model, sq_x)
+
+
+def random_stress(key, distances, n_landmarks: int, n_draws: int = 50, n_components: int = 2) -> jax.Array:
+    """Normalised stress of the landmark MDS of all points with random landmark sets.
+
+    Draw ``k`` uses `random_landmarks` with ``jax.random.split(key, n_draws)[k]``;
+    its percentiles say where another landmark choice stands among random ones.
+
+    Args:
+      key: PRNG key.
+      distances: (n, n) distance matrix.
+      n_landmarks: n_L, landmarks per set.
+      n_draws: how many random sets.
+      n_components: k, the embedding's dimension.
+
+    Returns:
+      (n_draws,) stress σ of each draw (NaN where fewer than k eigenvalues of
+      the landmarks' MDS are positive).
+    """
+    D = jnp.asarray(distances)
+    n, m = _check_n(D.shape[0], n_landmarks)
+    draws = check_capacity(n_draws, "n_draws", 1)
+    idx = jax.vmap(lambda k: random_landmarks(k, n, m))(jax.random.split(key, draws))
+    return _random_stress(D, idx, check_capacity(n_components, "n_components", 1))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _random_stress(D, idx, k):
+    def one(i):
+        model, Y = _embed(D[:, i] ** 2, i, k)
+        return jnp.where(model.n_positive >= k, normalized_stress(D, Y), jnp.nan)
+
+    return lax.map(one, idx)
