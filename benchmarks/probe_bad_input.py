@@ -431,7 +431,7 @@ def probe_cli() -> None:
                 record(entry, name, "c" if msg.lower().startswith(RAW) else "a", msg)
             elif p.returncode == 0:  # bad unless it says what it dropped; never nan/inf in its figures
                 shown = re.search(r"\b(nan|inf)\b", p.stdout.lower())
-                said = next((ln for ln in lines if "dropped" in ln), "")
+                said = next((ln for ln in lines if "dropped" in ln or "left out" in ln), "")
                 ok = not shown and (said or name in ("identical_rows", "one_column"))
                 first = p.stdout.splitlines()[0] if p.stdout.strip() else ""
                 record(entry, name, "b" if ok else "d", f"exit 0; {'nan/inf in its figures; ' if shown else ''}"

@@ -293,8 +293,6 @@ BAD_FILES = {
     "nan.csv": (b"x,y\n1,2\n3,\n5,nan\n", "2 row(s) have missing, NaN or inf values (first: data row 2, column 'y')"),
     "inf.csv": (b"x,y\n1,2\n3,inf\n", "1 row(s) have missing, NaN or inf values"),
     "binary.csv": (bytes(range(128, 256)) * 4, "neither a UTF-8 CSV file nor a .npy array"),
-    "complex.csv": (b"x,y\n1.0+1j,2\n3.5-2j,4\n", "line 2, column 'x': '1.0+1j' is a complex number"),
-    "complex_no_header.csv": (b"1,2+0j\n3,4\n", "line 1, column '1': '2+0j' is a complex number"),
     "short.csv": (b"x,y\n" + b"".join(b"%d,%d\n" % (i, i * i) for i in range(5)), "needs at least 21"),
 }
 

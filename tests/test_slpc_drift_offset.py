@@ -62,7 +62,8 @@ def test_drift_offset_matches_a_numpy_loop():
     got = np.asarray(tracking.drift_offset(s), np.float64)
     np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-3 * np.abs(ref).max())
     # data units, and the loss of the moved line
-    np.testing.assert_allclose(np.asarray(slpc_learner.drift_offset(s)), got * float(s.scale), rtol=1e-6)
+    # two compiled float32 programs: XLA may order the fit's sums differently (1.4e-6 apart on an AMD EPYC)
+    np.testing.assert_allclose(np.asarray(slpc_learner.drift_offset(s)), got * float(s.scale), rtol=1e-5)
     x = np.asarray(s.centre) + 0.3
     moved = verts * float(s.scale) + np.asarray(s.centre, np.float64) + got * float(s.scale)
     from _refs import np_polyline_sqdist

@@ -1,7 +1,7 @@
 """Reading the user's data (``--csv FILE``): a CSV file or a ``.npy`` array, checked.
 
-A bad file (missing or empty, unknown columns, text in a numeric column, complex numbers, a
-row with more cells than the header, NaN/inf values) or a stream too short for its command raises
+A bad file (missing or empty, unknown columns, text in a numeric column, a row with more
+cells than the header, NaN/inf values) or a stream too short for its command raises
 `InputError`, which the command line reports in one line on stderr with exit status 2.
 """
 from __future__ import annotations
@@ -32,22 +32,6 @@ def _parse_float(text: str):
         return None
 
 
-def _is_complex(text: str) -> bool:
-    """Whether a cell that is not a real number is a complex one ("1+2j"): numeric data the
-    learners cannot take, refused rather than left out as a text column."""
-    text = text.strip()
-    try:
-        complex(text)
-    except ValueError:
-        return False
-    return any(c.isdigit() for c in text)
-
-
-def _complex_error(path, line, name, cell) -> InputError:
-    return InputError(f"{path} line {line}, column {name!r}: {cell.strip()!r} is a complex number; the learners "
-                      "take real coordinates (write its real and imaginary parts as two columns)")
-
-
 def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
     """Read the numeric columns of a CSV file.
 
@@ -65,8 +49,7 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
 
     Raises:
       InputError: empty file, no data rows, unknown columns, no numeric
-        column, text in a numeric column, a complex number in a column used
-        or chosen by default, a row with too few cells for the
+        column, text in a numeric column, a row with too few cells for the
         columns used, or a row with more cells than the header (empty
         trailing cells, as a trailing comma gives, are allowed).
     """
@@ -77,7 +60,7 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
             raise InputError(f"{path} is empty (expected a header row and data rows)")
         header = [h.strip() for h in header]
         rows, lines = [], []
-        if all(h != "" and (_parse_float(h) is not None or _is_complex(h)) for h in header):
+        if all(h != "" and _parse_float(h) is not None for h in header):
             # No header row (every cell of the first line is a number): columns are named 0, 1, ...
             rows, lines = [header], [1]
             header = [str(j) for j in range(len(header))]
@@ -91,11 +74,9 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
     if columns is None:
         use = []
         for j, name in enumerate(header):
-            at = next((i for i, r in enumerate(rows) if j < len(r) and r[j].strip() != ""), None)
-            if at is not None and _parse_float(rows[at][j]) is not None:
+            first = next((r[j] for r in rows if j < len(r) and r[j].strip() != ""), None)
+            if first is not None and _parse_float(first) is not None:
                 use.append(j)
-            elif at is not None and _is_complex(rows[at][j]):
-                raise _complex_error(path, lines[at], name, rows[at][j])
         if not use:
             raise InputError(f"{path} has no numeric column (columns: {', '.join(header)})")
         if len(use) < len(header):
@@ -118,8 +99,6 @@ def read_csv_points(path: str, columns=None) -> tuple[np.ndarray, list]:
                              f"{extra[0]!r}): fix the row or add a column to the header")
         for k, j in enumerate(use):
             v = _parse_float(row[j])
-            if v is None and _is_complex(row[j]):
-                raise _complex_error(path, line, header[j], row[j])
             if v is None:
                 raise InputError(f"{path} line {line}, column {header[j]!r}: {row[j].strip()!r} is not a number")
             out[i, k] = v
