@@ -368,7 +368,7 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
 def test_swaps_match_brute_force(trained, capped):
     """Every swap (2-opt inside the line) of segments a < b − 1: its Δ(weighted loss) and length
     by a NumPy loop over the new line (v_0 … v_a, v_b … v_{a+1}, v_{b+1} … ), each point's loss
-    min(Δ, cap), and the line and cache after its three prefix reversals against a
+    min(Δ, cap), and the line and cache after its reordering (`cache.apply_reorder`) against a
     recomputation; `swap_pairs` draws only valid pairs and every one of them."""
     _, s, _ = trained
     nv, n = int(s.n_vertices), int(s.n_stored)
@@ -395,12 +395,9 @@ def test_swaps_match_brute_force(trained, capped):
         np.testing.assert_allclose(float(sw.delta_loss[i]), loss(line) - base, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(float(sw.new_len[i]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
                                    rtol=1e-5)
-        first, second, third = global_moves.swap_moves(jnp.int32(ai), jnp.int32(bi), s.vertex_idx, s.n_vertices)
-        junk = jnp.full((1, H1), 7.0, jnp.float32)  # the first reversal's segment is removed by the third
-        p1, d1 = cache.apply_move(first, s.n_vertices, perm, hD, junk)
-        p2, d2 = cache.apply_move(second, s.n_vertices, p1, d1, sw.new_seg[0, i][None])
-        p3, d3 = cache.apply_move(third, s.n_vertices, p2, d2, sw.new_seg[1, i][None])
-        got = np.asarray(third.vidx[:nv], np.float64) * float(s.params.delta)
+        order = global_moves.swap_order(jnp.int32(ai), jnp.int32(bi), V.shape[0])
+        p3, d3 = cache.apply_reorder(order, s.n_vertices, perm, hD, s.hist_x, V)
+        got = np.asarray(s.vertex_idx[order][:nv], np.float64) * float(s.params.delta)
         np.testing.assert_allclose(got, line, atol=1e-6)
         p3 = np.asarray(p3)
         assert sorted(p3) == list(range(p3.size))
@@ -417,6 +414,70 @@ def test_swaps_match_brute_force(trained, capped):
                     assert x + 2 <= y <= nv - 2
                     drawn.add((int(x), int(y)))
     assert drawn == set(pairs)
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_relocations_match_brute_force(trained, capped):
+    """Every relocation (or-opt) of segments a < b < c in its three variants: its Δ(weighted
+    loss) against a NumPy loop over the new line (each point's loss min(Δ, cap)), exact where no
+    point's two nearest segments are both removed and never below the truth where some are; its
+    length; the line and cache after its reordering against a recomputation;
+    `relocation_triples` draws only valid triples and every one of them."""
+    _, s, _ = trained
+    nv, n = int(s.n_vertices), int(s.n_stored)
+    assert nv >= 6
+    V = s.std_vertices
+    H1 = s.hist_x.shape[0]
+    w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
+    hD, perm = s.hist_D, s.seg_slot
+    row_seg = jnp.argsort(perm).astype(jnp.int32)
+    P = np.asarray(s.hist_x[:n], np.float64)
+    v = np.asarray(V[:nv], np.float64)
+    table = np_segment_table(P, v)  # (n, nv − 1)
+    cap = float(np.quantile(table.min(1), 0.8)) if capped else 1e30
+    sm = cache.smallest(cache.row_minima(hD, row_seg), jnp.float32(cap))
+    length = js.geometry.polyline_length(V, s.n_vertices)
+    triples = [(a, b, c) for a in range(nv - 1) for b in range(a + 1, nv - 1) for c in range(b + 1, nv - 1)]
+    a, b, c = (jnp.asarray([t[i] for t in triples], jnp.int32) for i in range(3))
+    rel = global_moves.score_relocations(s.hist_x, sm, jnp.float32(cap), w, V, s.n_vertices, length, a, b, c,
+                                         jnp.ones(len(triples), bool))
+    loss = lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum()
+    base = loss(v)
+    two_nearest = np.argsort(table, 1, kind="stable")[:, :2]
+    n_exact = 0
+    for i, (ai, bi, ci) in enumerate(triples):
+        S, Q = v[ai + 1:bi + 1], v[bi + 1:ci + 1]
+        lines = [np.concatenate([v[:ai + 1], Q, S, v[ci + 1:]]), np.concatenate([v[:ai + 1], Q, S[::-1], v[ci + 1:]]),
+                 np.concatenate([v[:ai + 1], Q[::-1], S, v[ci + 1:]])]
+        both_out = np.isin(two_nearest, [ai, bi, ci]).all(1).any()
+        n_exact += not both_out
+        for var, line in enumerate(lines):
+            assert bool(rel.ok[var, i])
+            ref = loss(line) - base
+            got = float(rel.delta_loss[var, i])
+            if both_out:
+                assert got >= ref - 1e-4 * max(1.0, abs(ref)), (ai, bi, ci, var)
+            else:
+                np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=str((ai, bi, ci, var)))
+            np.testing.assert_allclose(float(rel.new_len[var, i]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
+                                       rtol=1e-5)
+            order = global_moves.relocation_order(jnp.int32(var), jnp.int32(ai), jnp.int32(bi), jnp.int32(ci),
+                                                  V.shape[0])
+            p_, d_ = cache.apply_reorder(order, s.n_vertices, perm, hD, s.hist_x, V)
+            got_line = np.asarray(s.vertex_idx[order][:nv], np.float64) * float(s.params.delta)
+            np.testing.assert_allclose(got_line, line, atol=1e-6)
+            p_ = np.asarray(p_)
+            assert sorted(p_) == list(range(p_.size))
+            seg_rows = np.asarray(d_)[p_]
+            np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
+            assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
+    assert n_exact >= len(triples) // 3  # many triples are checked for equality
+    grid = np.stack(np.meshgrid(*[np.linspace(0, 1, 21)[:-1]] * 3), -1).reshape(-1, 3).astype(np.float32)
+    draw = lambda g: global_moves.relocation_triples(g[0], jnp.broadcast_to(g[1:, None], (2, nv)), s.n_vertices, nv)  # noqa: E731
+    ta, tb, tc, ok = (np.asarray(o) for o in jax.vmap(draw)(jnp.asarray(grid)))
+    got = np.stack([ta[ok], tb[ok], tc[ok]], 1)
+    assert np.all((0 <= got[:, 0]) & (got[:, 0] < got[:, 1]) & (got[:, 1] < got[:, 2]) & (got[:, 2] <= nv - 2))
+    assert set(map(tuple, got.tolist())) == set(triples)
 
 
 def test_a_route_visited_in_the_wrong_order_is_swapped_into_order():
@@ -446,7 +507,7 @@ def test_a_route_visited_in_the_wrong_order_is_swapped_into_order():
         ref = np_segment_table(np.asarray(s.hist_x[:n], np.float64), np.asarray(s.std_vertices[:k + 1], np.float64))
         np.testing.assert_allclose(s.segment_distances[:k, :n].T, ref, rtol=2e-4, atol=1e-6,
                                    err_msg=f"round {t}, moves {moves}")
-    assert pc.MOVE_SWAP in moves, moves
+    assert {pc.MOVE_SWAP, pc.MOVE_RELOCATE} & set(moves), moves
     v = np.asarray(s.vertices[: int(s.n_vertices)], np.float64)
     mids = 0.5 * (v[1:] + v[:-1])  # a chord's midpoint is far from the route
     assert np.sqrt(np_polyline_sqdist(mids, route)).max() < 0.3, v

@@ -19,7 +19,7 @@ Modules, one concern each:
 """
 from . import (cache, candidates, ftpl, global_moves, history, learner, objective, princurve, shape,  # noqa: F401
                tracking, types, wrapper)
-from .candidates import (MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_REVERSE, MOVE_SHIFT, MOVE_SWAP,
+from .candidates import (MOVE_DELETE, MOVE_INSERT, MOVE_KEEP, MOVE_NAMES, MOVE_RELOCATE, MOVE_REVERSE, MOVE_SHIFT, MOVE_SWAP,
                          n_candidates)
 from .ftpl import ExhaustiveResult, enumerate_lines, exhaustive_ftpl
 from .learner import init, loss, predict, propose, slpc, update
@@ -33,6 +33,6 @@ __all__ = [
     "slpc", "SLPC", "Params", "default_params", "State", "Info", "Config", "Proposal", "init", "update",
     "propose", "loss", "predict", "Constants", "theoretical_constants", "penalty", "learning_rate",
     "noise_price", "theory_price", "loss_cap", "n_candidates", "MOVE_NAMES", "MOVE_KEEP", "MOVE_SHIFT",
-    "MOVE_INSERT", "MOVE_DELETE", "MOVE_REVERSE", "MOVE_SWAP", "STATE_LAYOUT", "enumerate_lines", "exhaustive_ftpl",
+    "MOVE_INSERT", "MOVE_DELETE", "MOVE_REVERSE", "MOVE_SWAP", "MOVE_RELOCATE", "STATE_LAYOUT", "enumerate_lines", "exhaustive_ftpl",
     "ExhaustiveResult", "refine", "RefineResult", "princurve", "shape", "tracking",
 ]

@@ -23,7 +23,7 @@ from .candidates import Candidates, Window
 Array = jax.Array
 
 __all__ = ["segment_table", "row_minima", "Smallest", "smallest", "min_without", "Move", "move",
-           "select_move", "local_move", "apply_move"]
+           "select_move", "local_move", "apply_move", "apply_reorder"]
 
 
 def segment_table(P, verts, nv, seg=None):
@@ -213,4 +213,37 @@ def apply_move(mv: Move, nv, perm, hD, block, slot=None, x_col=None):
         block = jnp.where(col == slot, block[:, -1:], block)
     if x_col is not None:
         hD = hD.at[:, slot].set(x_col)
+    return new_perm, hD.at[rows].set(block, mode="drop")
+
+
+def apply_reorder(vsrc, nv, perm, hD, hx, verts, slot=None, k: int = 3):
+    """The segment-to-row permutation (V−1,) and cache (V−1, H+1) after the line's vertices are
+    reordered: new vertex j is old vertex ``vsrc[j]`` (vsrc (V,), a permutation of 0 … nv − 1
+    on the active vertices, the identity past them).
+
+    A new segment joining two vertices adjacent on the old line is that old segment (its row
+    moves with it); the others, at most ``k`` (a swap makes two, a relocation three), take the
+    rows of the old segments no longer used, and their distances to hx (H+1, d) are computed
+    here (verts (V, d): the old line). ``slot``: as in `apply_move`. With the identity nothing
+    is written.
+    """
+    Vm1 = hD.shape[0]
+    j = jnp.arange(Vm1)
+    p, q = vsrc[:-1], vsrc[1:]
+    active = j < nv - 1
+    kept = active & (jnp.abs(p - q) == 1)
+    oseg = jnp.where(kept, jnp.minimum(p, q), j)
+    new = active & ~kept
+    used = jnp.zeros((Vm1,), bool).at[jnp.where(kept, oseg, Vm1)].set(True, mode="drop")
+    free = jnp.nonzero(active & ~used, size=k, fill_value=Vm1 - 1)[0]  # (k,) old segments freed
+    pos = jnp.nonzero(new, size=k, fill_value=0)[0]  # (k,) positions of the new segments
+    n_new = jnp.sum(new)
+    rank = jnp.clip(jnp.cumsum(new) - 1, 0, k - 1)
+    new_perm = jnp.where(new, perm[free[rank]], perm[oseg])
+    nverts = verts[vsrc]
+    block, _ = _ops.segment_sq_dist(hx, nverts[pos], nverts[jnp.minimum(pos + 1, Vm1)])  # (k, H+1)
+    if slot is not None:
+        col = jnp.arange(hD.shape[1])
+        block = jnp.where(col == slot, block[:, -1:], block)
+    rows = jnp.where(jnp.arange(k) < n_new, perm[free], Vm1)  # Vm1: dropped
     return new_perm, hD.at[rows].set(block, mode="drop")

@@ -25,10 +25,11 @@ from .types import Draws, Observation
 Array = jax.Array
 
 #: The moves of the local search, the codes of ``Info.move``: keep the line, move a vertex,
-#: insert one, delete one, reverse the line, swap two vertices.
-MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE, MOVE_REVERSE, MOVE_SWAP = 0, 1, 2, 3, 4, 5
+#: insert one, delete one, reverse an end of the line, swap two segments (2-opt), exchange two
+#: neighbouring stretches (or-opt).
+MOVE_KEEP, MOVE_SHIFT, MOVE_INSERT, MOVE_DELETE, MOVE_REVERSE, MOVE_SWAP, MOVE_RELOCATE = 0, 1, 2, 3, 4, 5, 6
 #: The moves' names, indexed by their codes (``MOVE_NAMES[MOVE_INSERT] == "insert"``).
-MOVE_NAMES = ("keep", "move", "insert", "delete", "reverse", "swap")
+MOVE_NAMES = ("keep", "move", "insert", "delete", "reverse", "swap", "relocate")
 
 
 def seg_d2_points(P, A, B):

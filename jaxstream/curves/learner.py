@@ -22,7 +22,8 @@ A round (`_round`) is a pipeline of stages over one `Observation`:
   window of at most ``window`` vertices around x_t, all scored exactly on
   every stored point, densely.
 * **choose, global moves** (`global_moves`): the local winner competes with
-  single-vertex deletions and end reversals anywhere on the line.
+  single-vertex deletions, end reversals, swaps (2-opt) and relocations
+  (or-opt) anywhere on the line.
 * **commit**: the winner's new segments' rows are written into the cache
   (`cache.apply_move`); **history**: x_t is offered to the reservoir, and the
   automatic memory learns whether the stream drifts (`tracking.follow_drift`).
@@ -132,10 +133,14 @@ def _fit_initial(key, state, n0: int, config: Config):
 def _draw(key, n_segs: int, C: int, G: int, epsilon, dt) -> Draws:
     """All of a round's randomness from one counter-mode draw (G: global moves of each kind)."""
     S = global_moves.n_swaps(G)
-    u = _rng.uniforms(_rng.key_words(key), (5 + n_segs + S + C + 3 * G + S,), dt)
-    e = -jnp.log(u[5 + n_segs + S:])
+    R = global_moves.n_relocations(G)
+    n = 5 + n_segs + S + C + 3 * G + S  # the relocations' draws come after the others'
+    u = _rng.uniforms(_rng.key_words(key), (n + 1 + 5 * R,), dt)
+    e = -jnp.log(u[5 + n_segs + S:n])
+    rel = u[n + 1:]
     return Draws(u[0], u[1] < epsilon, -jnp.log(-jnp.log(u[5:5 + n_segs])), e[:C], e[C:C + G],
-                 e[C + G:C + 3 * G].reshape(2, G), u[2:5], u[5 + n_segs:5 + n_segs + S], e[C + 3 * G:])
+                 e[C + G:C + 3 * G].reshape(2, G), u[2:5], u[5 + n_segs:5 + n_segs + S], e[C + 3 * G:],
+                 u[n], rel[:2 * R].reshape(2, R), -jnp.log(rel[2 * R:]).reshape(3, R))
 
 
 def _observe(state: State, u, config: Config, store: bool):
@@ -240,15 +245,23 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     slot = history.reservoir_slot(draws.reservoir, n_seen, state.n_stored, H, store, tracking.memory(state))
     memory, drift = tracking.follow_drift(state, obs, r_x) if store else (state.memory, state.drift)
     won = global_moves.Contest(obj[winner], cache.local_move(c, win, winner, obs.vidx, obs.nv),
-                               winner_rows(c, winner, obs.hx), c.move[winner], (), ())
+                               winner_rows(c, winner, obs.hx), c.move[winner])
     if V >= 3:  # a line of one segment has no global move
         won = global_moves.compete(draws, obs, won, obs.params, config.max_segments, config.penalty)
     new_perm, newD = cache.apply_move(won.move, obs.nv, state.seg_slot, obs.hD, won.rows, slot.row, obs.x_col)
-    for mv, row in zip(won.then, won.then_rows):  # a swap's second and third prefix reversals (else no-ops)
-        new_perm, newD = cache.apply_move(mv, won.move.nv, new_perm, newD, row[None], slot.row)
+    vidx_new = won.move.vidx
+    if won.order is not None:  # a swap's or a relocation's reordering (else the identity)
+        # A cond: most rounds keep the order, and the reordering's distances and scatter cost
+        # about a sixth of a round on the CPU (under vmap both sides run, as before).
+        new_perm, newD = lax.cond(
+            jnp.any(won.order != jnp.arange(V)),
+            lambda p_, d_: cache.apply_reorder(won.order, won.move.nv, p_, d_, obs.hx,
+                                               vidx_new.astype(dt) * prm.delta, slot.row),
+            lambda p_, d_: (p_, d_), new_perm, newD)
+        vidx_new = vidx_new[won.order]
     rows = history.offer(rows, slot, u, r_u, e_u, state.n_seen)
     s2 = state.scale ** 2
-    new_state = State(won.then[-1].vidx if won.then else won.move.vidx, won.move.nv.astype(jnp.int32), rows.hist_x, newD, new_perm, rows.hist_r,
+    new_state = State(vidx_new, won.move.nv.astype(jnp.int32), rows.hist_x, newD, new_perm, rows.hist_r,
                       rows.hist_t, rows.hist_e, tracking.remember(state.recent, u, state.n_seen) if store else state.recent,
                       rows.sorted_r, rows.sorted_e,
                       slot.n_stored.astype(jnp.int32),
@@ -360,8 +373,9 @@ def slpc(max_segments: int = 50, history_size: int = 512, *, window: int = 2, t0
         the residual variance, see `jaxstream.curves.objective`) or
         ``"theory"`` (the paper's h(f)/η_t, in standardised units).
       global_moves: G, how many single-vertex deletions, and how many end
-        reversals at each end, compete with the local winner each round: a
-        run of G consecutive ones starting at a uniform place, so each is
+        reversals at each end, compete with the local winner each round
+        (with G/2 swaps and G/4 relocations, `jaxstream.curves.global_moves`):
+        a run of G consecutive ones starting at a uniform place, so each is
         scored every ~K/G rounds on a line of K segments. None scores all
         of them every round (the round's cost then grows with
         ``max_segments``).

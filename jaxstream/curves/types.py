@@ -34,7 +34,8 @@ class Config(NamedTuple):
       init: ``"fit"`` or ``"pca"`` (see `jaxstream.slpc`).
       init_rounds: rounds of the offline fit at ``init="fit"``.
       penalty: ``"noise"`` or ``"theory"``.
-      global_moves: G, deletions and end reversals scored per round (None: all).
+      global_moves: G, deletions and end reversals scored per round, with G/2 swaps
+        and G/4 relocations (None: all).
       end_lead: on streams arriving in order, the prequential loss counts the
         line with its head path, reaching this many fitted steps past where
         the trace is now (`jaxstream.curves.learner.head_path`; 0: never).
@@ -171,6 +172,9 @@ class Draws(NamedTuple):
     offset: Array  # (3,) uniforms in [0, 1): where the deletions', reversals' and swaps' rotating runs start
     pair: Array  # (S,) uniforms: each swap's second segment (S = `global_moves.n_swaps(G)`)
     z_swap: Array  # (S,) Exp(1) for the swaps
+    offset_rel: Array  # uniform in [0, 1): where the relocations' rotating run starts
+    triple: Array  # (2, R) uniforms: each relocation's second and third segments (R = `global_moves.n_relocations(G)`)
+    z_rel: Array  # (3, R) Exp(1) for the relocations' three variants
 
 
 class Observation(NamedTuple):
