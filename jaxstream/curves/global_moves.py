@@ -251,21 +251,22 @@ def score_relocations(hx, sm: cache.Smallest, cap, w, verts, nv, length, a, b, c
     """
     V = verts.shape[0]
     at = lambda i: verts[jnp.clip(i, 0, V - 1)]  # noqa: E731
-    ends = jnp.stack([at(a), at(a + 1), at(b), at(b + 1), at(c), at(c + 1)])  # (6, R, d)
-    idx = jnp.asarray(RELOCATION_SEGMENTS)
-    ends_a, ends_b = _ops.materialize((ends[idx[:, 0]], ends[idx[:, 1]]))  # (7, R, d)
+    ends = [at(a), at(a + 1), at(b), at(b + 1), at(c), at(c + 1)]  # 6 × (R, d)
+    # static indexing throughout: XLA:CPU runs a gather with constant indices as a gather
+    ends_a, ends_b = _ops.materialize((jnp.stack([ends[i] for i, _ in RELOCATION_SEGMENTS]),
+                                       jnp.stack([ends[j] for _, j in RELOCATION_SEGMENTS])))  # (7, R, d)
     new_seg, _ = seg_d2_points(hx, ends_a, ends_b)  # (7, R, H+1)
     ka, kb, kc = a[:, None], b[:, None], c[:, None]
     out1 = (sm.c1[None] == ka) | (sm.c1[None] == kb) | (sm.c1[None] == kc)
     out2 = (sm.c2[None] == ka) | (sm.c2[None] == kb) | (sm.c2[None] == kc)
     kept = jnp.where(~out1, sm.m1[None], jnp.where(~out2, sm.m2[None], cap))  # (R, H+1)
-    var = jnp.asarray(RELOCATION_VARIANTS)
-    new = jnp.minimum(kept[None], jnp.min(new_seg[var], 1))  # (3, R, H+1)
+    new = jnp.stack([jnp.minimum(kept, jnp.minimum(jnp.minimum(new_seg[i], new_seg[j]), new_seg[k]))
+                     for i, j, k in RELOCATION_VARIANTS])  # (3, R, H+1)
     dl = jnp.sum(jnp.where(w > 0, w * (new - sm.m1), 0.0), -1)
     norm = lambda v: jnp.sqrt(jnp.sum(v ** 2, -1))  # noqa: E731
     seg_len = norm(ends_b - ends_a)  # (7, R)
     old = norm(ends[1] - ends[0]) + norm(ends[3] - ends[2]) + norm(ends[5] - ends[4])
-    new_len = length - old[None] + jnp.sum(seg_len[var], 1)
+    new_len = length - old[None] + jnp.stack([seg_len[i] + seg_len[j] + seg_len[k] for i, j, k in RELOCATION_VARIANTS])
     ok = ok & (c <= nv - 2) & (a < b) & (b < c)
     return Relocations(dl, new_len, ok[None] & jnp.isfinite(dl), new_seg)
 
