@@ -353,15 +353,43 @@ def test_end_reversals_and_deletions_match_brute_force(trained, capped):
                                        np.linalg.norm(np.diff(line, axis=0), axis=1).sum(), rtol=1e-5)
             mv = global_moves.reversal_move(side, k, s.vertex_idx, s.n_vertices)
             new_perm, newD = cache.apply_move(mv, s.n_vertices, perm, hD, revs.new_seg[side, k][None])
-            vi = mv.vidx
-            got = np.asarray(vi[:nv], np.float64) * float(s.params.delta)
-            np.testing.assert_allclose(got, line, atol=1e-6)
-            new_perm = np.asarray(new_perm)
-            assert sorted(new_perm) == list(range(new_perm.size))
-            seg_rows = np.asarray(newD)[new_perm]
-            np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
-            assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
+            _check_line_and_cache(s, mv.vidx, new_perm, newD, line, P)
     assert seen == 2 * nv - 4
+
+
+def _moves_setup(s, capped):
+    """What the global moves' brute-force tests share: the trained state's line, history and
+    cache, rows weighted 1.5, and the loss cap (the 0.8 quantile of the residuals, or none)."""
+    nv, n = int(s.n_vertices), int(s.n_stored)
+    V = s.std_vertices
+    H1 = s.hist_x.shape[0]
+    row_seg = jnp.argsort(s.seg_slot).astype(jnp.int32)
+    P = np.asarray(s.hist_x[:n], np.float64)
+    v = np.asarray(V[:nv], np.float64)
+    cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else 1e30
+    sm = cache.smallest(cache.row_minima(s.hist_D, row_seg), jnp.float32(cap))
+    return dict(nv=nv, n=n, V=V, w=jnp.where(jnp.arange(H1) < n, 1.5, 0.0), P=P, v=v, cap=cap, sm=sm,
+                length=js.geometry.polyline_length(V, s.n_vertices),
+                loss=lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum())
+
+
+def _check_reordered(s, order, line, P):
+    """The line and the cache after `cache.apply_reorder` (order (V,)) (`_check_line_and_cache`)."""
+    new_perm, newD = cache.apply_reorder(order, s.n_vertices, s.seg_slot, s.hist_D, s.hist_x, s.std_vertices)
+    _check_line_and_cache(s, s.vertex_idx[order], new_perm, newD, line, P)
+
+
+def _check_line_and_cache(s, vidx, new_perm, newD, line, P):
+    """A move's line (lattice vidx (V, d)) against ``line``, and its cache (new_perm, newD) against
+    a recomputation of every stored point's distance to each of its segments."""
+    nv, n = int(s.n_vertices), P.shape[0]
+    got = np.asarray(vidx[:nv], np.float64) * float(s.params.delta)
+    np.testing.assert_allclose(got, line, atol=1e-6)
+    new_perm = np.asarray(new_perm)
+    assert sorted(new_perm) == list(range(new_perm.size))
+    seg_rows = np.asarray(newD)[new_perm]
+    np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
+    assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
 
 
 @pytest.mark.parametrize("capped", [False, True])
@@ -371,39 +399,22 @@ def test_swaps_match_brute_force(trained, capped):
     min(Δ, cap), and the line and cache after its reordering (`cache.apply_reorder`) against a
     recomputation; `swap_pairs` draws only valid pairs and every one of them."""
     _, s, _ = trained
-    nv, n = int(s.n_vertices), int(s.n_stored)
+    m = _moves_setup(s, capped)
+    nv, v = m["nv"], m["v"]
     assert nv >= 5
-    V = s.std_vertices
-    H1 = s.hist_x.shape[0]
-    w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
-    hD, perm = s.hist_D, s.seg_slot
-    row_seg = jnp.argsort(perm).astype(jnp.int32)
-    P = np.asarray(s.hist_x[:n], np.float64)
-    v = np.asarray(V[:nv], np.float64)
-    cap = float(np.quantile(np_polyline_sqdist(P, v), 0.8)) if capped else np.inf
-    sm = cache.smallest(cache.row_minima(hD, row_seg), jnp.float32(cap))
-    length = js.geometry.polyline_length(V, s.n_vertices)
     pairs = [(a, b) for a in range(nv - 1) for b in range(a + 2, nv - 1)]
     a = jnp.asarray([p[0] for p in pairs], jnp.int32)
     b = jnp.asarray([p[1] for p in pairs], jnp.int32)
-    sw = global_moves.score_swaps(s.hist_x, sm, w, V, s.n_vertices, length, a, b, jnp.ones(len(pairs), bool))
-    loss = lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum()
-    base = loss(v)
+    sw = global_moves.score_swaps(s.hist_x, m["sm"], m["w"], m["V"], s.n_vertices, m["length"], a, b,
+                                  jnp.ones(len(pairs), bool))
+    base = m["loss"](v)
     for i, (ai, bi) in enumerate(pairs):
         line = np.concatenate([v[:ai + 1], v[bi:ai:-1], v[bi + 1:]])
         assert bool(sw.ok[i])
-        np.testing.assert_allclose(float(sw.delta_loss[i]), loss(line) - base, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(float(sw.delta_loss[i]), m["loss"](line) - base, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(float(sw.new_len[i]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
                                    rtol=1e-5)
-        order = global_moves.swap_order(jnp.int32(ai), jnp.int32(bi), V.shape[0])
-        p3, d3 = cache.apply_reorder(order, s.n_vertices, perm, hD, s.hist_x, V)
-        got = np.asarray(s.vertex_idx[order][:nv], np.float64) * float(s.params.delta)
-        np.testing.assert_allclose(got, line, atol=1e-6)
-        p3 = np.asarray(p3)
-        assert sorted(p3) == list(range(p3.size))
-        seg_rows = np.asarray(d3)[p3]
-        np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
-        assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
+        _check_reordered(s, global_moves.swap_order(jnp.int32(ai), jnp.int32(bi), m["V"].shape[0]), line, m["P"])
     # the pairs drawn: valid, and every valid pair is drawn by some uniform
     drawn = set()
     for off in np.linspace(0, 1, 41)[:-1]:
@@ -424,26 +435,15 @@ def test_relocations_match_brute_force(trained, capped):
     length; the line and cache after its reordering against a recomputation;
     `relocation_triples` draws only valid triples and every one of them."""
     _, s, _ = trained
-    nv, n = int(s.n_vertices), int(s.n_stored)
+    m = _moves_setup(s, capped)
+    nv, v, P = m["nv"], m["v"], m["P"]
     assert nv >= 6
-    V = s.std_vertices
-    H1 = s.hist_x.shape[0]
-    w = jnp.where(jnp.arange(H1) < n, 1.5, 0.0)
-    hD, perm = s.hist_D, s.seg_slot
-    row_seg = jnp.argsort(perm).astype(jnp.int32)
-    P = np.asarray(s.hist_x[:n], np.float64)
-    v = np.asarray(V[:nv], np.float64)
-    table = np_segment_table(P, v)  # (n, nv − 1)
-    cap = float(np.quantile(table.min(1), 0.8)) if capped else 1e30
-    sm = cache.smallest(cache.row_minima(hD, row_seg), jnp.float32(cap))
-    length = js.geometry.polyline_length(V, s.n_vertices)
     triples = [(a, b, c) for a in range(nv - 1) for b in range(a + 1, nv - 1) for c in range(b + 1, nv - 1)]
     a, b, c = (jnp.asarray([t[i] for t in triples], jnp.int32) for i in range(3))
-    rel = global_moves.score_relocations(s.hist_x, sm, jnp.float32(cap), w, V, s.n_vertices, length, a, b, c,
-                                         jnp.ones(len(triples), bool))
-    loss = lambda line: 1.5 * np.minimum(np_polyline_sqdist(P, line), cap).sum()
-    base = loss(v)
-    two_nearest = np.argsort(table, 1, kind="stable")[:, :2]
+    rel = global_moves.score_relocations(s.hist_x, m["sm"], jnp.float32(m["cap"]), m["w"], m["V"], s.n_vertices,
+                                         m["length"], a, b, c, jnp.ones(len(triples), bool))
+    base = m["loss"](v)
+    two_nearest = np.argsort(np_segment_table(P, v), 1, kind="stable")[:, :2]
     n_exact = 0
     for i, (ai, bi, ci) in enumerate(triples):
         S, Q = v[ai + 1:bi + 1], v[bi + 1:ci + 1]
@@ -453,7 +453,7 @@ def test_relocations_match_brute_force(trained, capped):
         n_exact += not both_out
         for var, line in enumerate(lines):
             assert bool(rel.ok[var, i])
-            ref = loss(line) - base
+            ref = m["loss"](line) - base
             got = float(rel.delta_loss[var, i])
             if both_out:
                 assert got >= ref - 1e-4 * max(1.0, abs(ref)), (ai, bi, ci, var)
@@ -462,15 +462,8 @@ def test_relocations_match_brute_force(trained, capped):
             np.testing.assert_allclose(float(rel.new_len[var, i]), np.linalg.norm(np.diff(line, axis=0), axis=1).sum(),
                                        rtol=1e-5)
             order = global_moves.relocation_order(jnp.int32(var), jnp.int32(ai), jnp.int32(bi), jnp.int32(ci),
-                                                  V.shape[0])
-            p_, d_ = cache.apply_reorder(order, s.n_vertices, perm, hD, s.hist_x, V)
-            got_line = np.asarray(s.vertex_idx[order][:nv], np.float64) * float(s.params.delta)
-            np.testing.assert_allclose(got_line, line, atol=1e-6)
-            p_ = np.asarray(p_)
-            assert sorted(p_) == list(range(p_.size))
-            seg_rows = np.asarray(d_)[p_]
-            np.testing.assert_allclose(seg_rows[:nv - 1, :n].T, np_segment_table(P, line), rtol=2e-4, atol=1e-6)
-            assert np.all(np.isinf(seg_rows[nv - 1:, :n]))
+                                                  m["V"].shape[0])
+            _check_reordered(s, order, line, P)
     assert n_exact >= len(triples) // 3  # many triples are checked for equality
     grid = np.stack(np.meshgrid(*[np.linspace(0, 1, 21)[:-1]] * 3), -1).reshape(-1, 3).astype(np.float32)
     draw = lambda g: global_moves.relocation_triples(g[0], jnp.broadcast_to(g[1:, None], (2, nv)), s.n_vertices, nv)  # noqa: E731
