@@ -7,7 +7,7 @@ Modules, one concern each:
 - `history`: the reservoir of past points and the noise level σ̂² it holds.
 - `cache`: every stored point's distance to every segment, and how a move rewrites it.
 - `candidates`: a round's window and the local candidate lines, scored densely.
-- `global_moves`: deletions, end reversals and swaps (2-opt) anywhere on the line.
+- `global_moves`: deletions, end reversals, swaps (2-opt) and relocations (or-opt) anywhere on the line.
 - `shape`: how well a line summarises a curve (fidelity, coverage, length ratio).
 - `tracking`: what lets the line follow a stream that moves (the data's current extent,
   the ring of recent points, forgetting with an automatic memory).
