@@ -209,7 +209,8 @@ def relocation_triples(offset, uv, nv, R: int):
     uniform among a + 1 … nv − 3 and c among b + 1 … nv − 2 (``uv`` (2, R) uniforms).
 
     Returns:
-      ``(a, b, c, ok)``, (R,) each; ``ok`` false where a has no b and c, or repeats.
+      ``(a, b, c, ok)``, (R,) each; ``ok`` false where a repeats, and on lines of
+      fewer than four segments.
     """
     a, distinct = rotating(offset, nv - 3, R)
 
