@@ -251,8 +251,8 @@ def _round(key, state: State, u, config: Config, *, store: bool = True, inspect:
     new_perm, newD = cache.apply_move(won.move, obs.nv, state.seg_slot, obs.hD, won.rows, slot.row, obs.x_col)
     vidx_new = won.move.vidx
     if won.order is not None:  # a swap's or a relocation's reordering (else the identity)
-        # A cond: most rounds keep the order, and the reordering's distances and scatter cost
-        # about a sixth of a round on the CPU (under vmap both sides run, as before).
+        # A cond: most rounds keep the order and skip the reordering's distances and scatter
+        # (under vmap both sides run; benchmarks/README.md has the costs).
         new_perm, newD = lax.cond(
             jnp.any(won.order != jnp.arange(V)),
             lambda p_, d_: cache.apply_reorder(won.order, won.move.nv, p_, d_, obs.hx,
